@@ -1,0 +1,48 @@
+"""ctxledger: make every loss of tool-result data on its way to the model visible.
+
+Measure each tool result at four stages (``original``, ``serialized``, ``assembled``,
+``sent``) and emit the measurements as OpenTelemetry spans that follow the ctxledger
+wire contract. ``import ctxledger`` loads no server dependency.
+"""
+
+from ctxledger.__about__ import __version__
+from ctxledger.api import (
+    configure,
+    flush,
+    measure,
+    measure_messages,
+    measure_request,
+    settings,
+    stats,
+)
+from ctxledger.client import Client
+from ctxledger.decorator import tool
+from ctxledger.export import PipelineStats
+from ctxledger.http_hooks import httpx_event_hooks, instrument_http_client
+from ctxledger.markers import DEFAULT_MARKERS, EMERGENCY_TRIM_PLACEHOLDER, Marker
+from ctxledger.runs import llm_request, new_run, run, tool_call
+from ctxledger.settings import Settings
+
+__all__ = [
+    "DEFAULT_MARKERS",
+    "EMERGENCY_TRIM_PLACEHOLDER",
+    "Client",
+    "Marker",
+    "PipelineStats",
+    "Settings",
+    "__version__",
+    "configure",
+    "flush",
+    "httpx_event_hooks",
+    "instrument_http_client",
+    "llm_request",
+    "measure",
+    "measure_messages",
+    "measure_request",
+    "new_run",
+    "run",
+    "settings",
+    "stats",
+    "tool",
+    "tool_call",
+]

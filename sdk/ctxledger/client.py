@@ -1,0 +1,149 @@
+"""The process-wide client: settings, tracer, analyzer, recorder and ledger, wired once."""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+
+from ctxledger import __about__
+from ctxledger import semconv as sc
+from ctxledger.analysis import AnalysisOptions, TextAnalyzer
+from ctxledger.export import BufferedSpanProcessor, DropCounter, PipelineStats
+from ctxledger.items import DEFAULT_ID_FIELDS, DEFAULT_ITEM_KEYS
+from ctxledger.ledger import Ledger, open_ledger
+from ctxledger.markers import DEFAULT_MARKERS, Marker, MarkerScanner
+from ctxledger.recorder import Recorder
+from ctxledger.settings import Settings
+from ctxledger.tokens import TokenCounter
+
+logger = logging.getLogger("ctxledger")
+
+
+def _application_provider() -> trace.TracerProvider | None:
+    """The application's own SDK provider, if it configured one before us."""
+    provider = trace.get_tracer_provider()
+    if isinstance(provider, (trace.ProxyTracerProvider, trace.NoOpTracerProvider)):
+        return None
+    return provider
+
+
+def _own_provider(settings: Settings, counter: DropCounter) -> TracerProvider | None:
+    if not settings.export:
+        return None
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    headers = dict(settings.headers)
+    if settings.api_key:
+        headers["Authorization"] = f"Bearer {settings.api_key}"
+    exporter = OTLPSpanExporter(endpoint=settings.traces_url, headers=headers or None)
+    attributes: dict[str, str] = {sc.SDK_NAME: "ctxledger", sc.SDK_VERSION: __about__.__version__}
+    if settings.service_name:
+        attributes[sc.SERVICE_NAME] = settings.service_name
+    provider = TracerProvider(resource=Resource.create(attributes))
+    provider.add_span_processor(
+        BufferedSpanProcessor(
+            exporter,
+            counter,
+            max_queue=settings.max_queue,
+            batch_size=settings.export_batch,
+            delay_s=settings.export_delay_s,
+        )
+    )
+    return provider
+
+
+class Client:
+    """Everything the SDK needs at run time. One per process via :func:`configure`."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        tracer_provider: trace.TracerProvider | None = None,
+        item_keys: tuple[str, ...] = DEFAULT_ITEM_KEYS,
+        id_fields: tuple[str, ...] = DEFAULT_ID_FIELDS,
+        must_keep: Callable[[Any], bool] | None = None,
+        markers: tuple[Marker, ...] = DEFAULT_MARKERS,
+        context_windows: dict[str, int] | None = None,
+        ledger: Ledger | None = None,
+    ) -> None:
+        self.settings = settings
+        self.counter = DropCounter()
+        self.context_windows = dict(context_windows or {})
+        self.owned_provider: TracerProvider | None = None
+        provider = tracer_provider or _application_provider()
+        if provider is None:
+            self.owned_provider = _own_provider(settings, self.counter)
+            provider = self.owned_provider or trace.NoOpTracerProvider()
+        self.tracer = provider.get_tracer("ctxledger", __about__.__version__)
+        options = AnalysisOptions(
+            item_keys=item_keys,
+            id_fields=id_fields,
+            must_keep=must_keep,
+            markers=MarkerScanner(markers),
+        )
+        self.analyzer = TextAnalyzer(options, TokenCounter(settings.max_exact_token_chars))
+        self.ledger = ledger if ledger is not None else open_ledger(settings.ledger)
+        self.recorder = Recorder(
+            self.tracer,
+            self.analyzer,
+            self.counter,
+            self.ledger,
+            max_queue=settings.max_queue,
+            capture_content=settings.capture_content,
+        )
+
+    def flush(self, timeout_s: float = 30.0) -> bool:
+        """Emit every queued measurement and export every buffered span."""
+        done = self.recorder.flush(timeout_s)
+        if self.owned_provider is not None:
+            done = self.owned_provider.force_flush(int(timeout_s * 1000)) and done
+        return done
+
+    def shutdown(self, timeout_s: float = 30.0) -> None:
+        self.recorder.close(timeout_s)
+        if self.owned_provider is not None:
+            self.owned_provider.shutdown()
+
+    def stats(self) -> PipelineStats:
+        return self.counter.snapshot()
+
+
+_client: Client | None = None
+_client_lock = threading.Lock()
+
+
+def install(client: Client) -> Client:
+    """Make ``client`` the process-wide client, shutting down the previous one."""
+    global _client
+    with _client_lock:
+        previous, _client = _client, client
+    if previous is not None:
+        previous.shutdown(timeout_s=5.0)
+    return client
+
+
+def get_client() -> Client:
+    """The process-wide client, configured from the environment on first use."""
+    global _client
+    if _client is None:
+        with _client_lock:
+            if _client is None:
+                _client = Client(Settings.resolve())
+    return _client
+
+
+@atexit.register
+def _flush_at_exit() -> None:
+    if _client is not None:
+        try:
+            _client.shutdown(timeout_s=5.0)
+        except Exception as error:  # never fail the interpreter's exit
+            logger.debug("ctxledger: shutdown at exit failed: %r", error)

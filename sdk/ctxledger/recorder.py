@@ -1,0 +1,260 @@
+"""Measurements leave the agent's thread at once: the caller snapshots the text and
+enqueues it; a worker thread measures it, emits the span and feeds the local ledger.
+
+The queue is bounded; when it is full the newest measurement is dropped and counted,
+never waited for.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.util.types import AttributeValue
+
+from ctxledger import semconv as sc
+from ctxledger.analysis import TextAnalyzer, TextMeasurement
+from ctxledger.export import DropCounter
+from ctxledger.ledger import Ledger
+from ctxledger.safety import raise_errors, report_failure
+from ctxledger.wire import manifest_from_attributes, measurement_from_attributes
+
+_CONTENT_LIMIT = 65_536
+
+
+@dataclass(frozen=True)
+class StageJob:
+    """One tool result at one stage, as captured on the agent's thread."""
+
+    stage: str
+    order: int
+    text: str
+    tool_call_id: str
+    tool_name: str | None
+    request_id: str | None
+    step: int | None
+    agent_name: str | None
+    encoding: str
+    declared: bool = False
+    strategy: str | None = None
+    marker: bool | None = None
+    ref: str | None = None
+    parent: trace.Span | None = None
+    context: otel_context.Context | None = None
+    start_ns: int = field(default_factory=time.time_ns)
+    extra: Mapping[str, AttributeValue] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ManifestJob:
+    """What one LLM request contained when it left the process."""
+
+    request_id: str
+    step: int | None
+    tool_call_ids: Sequence[str]
+    tool_calls: Sequence[str] | None
+    agent_name: str | None
+    model: str | None = None
+    body_text: str | None = None
+    encoding: str = "cl100k_base"
+    context_window: int | None = None
+    parent: trace.Span | None = None
+    context: otel_context.Context | None = None
+    start_ns: int = field(default_factory=time.time_ns)
+
+
+def stage_attributes(
+    job: StageJob, measured: TextMeasurement, capture_content: bool
+) -> dict[str, AttributeValue]:
+    """The contract's attributes for one measurement (no content unless opted in)."""
+    attrs: dict[str, AttributeValue] = {
+        sc.STAGE: job.stage,
+        sc.STAGE_ORDER: job.order,
+        sc.TOOL_CALL_ID: job.tool_call_id,
+        sc.SIZE_CHARS: measured.chars,
+        sc.SIZE_BYTES: measured.bytes,
+        sc.CONTENT_SHA256: measured.sha256,
+        sc.JSON_VALID: measured.json_valid,
+    }
+    optional: dict[str, AttributeValue | None] = {
+        sc.TOOL_NAME: job.tool_name,
+        sc.REQUEST_ID: job.request_id,
+        sc.STEP: job.step,
+        sc.AGENT_NAME: job.agent_name,
+        sc.SIZE_TOKENS: measured.tokens,
+        sc.TOKENIZER: measured.tokenizer,
+        sc.SIZE_ITEMS: measured.items,
+        sc.ITEMS_PRIORITY: measured.priority_items,
+        sc.CONTENT_CANONICAL_SHA256: measured.canonical_sha256,
+        sc.SIZE_CANONICAL_CHARS: measured.canonical_chars,
+        sc.TRUNCATION_STRATEGY: job.strategy,
+        sc.TRUNCATION_REF: job.ref,
+    }
+    attrs.update({k: v for k, v in optional.items() if v is not None})
+    if measured.tokens_estimated:
+        attrs[sc.SIZE_TOKENS_ESTIMATED] = True
+    if measured.item_ids is not None:
+        attrs[sc.ITEMS_IDS] = list(measured.item_ids)
+        attrs[sc.ITEMS_IDS_COMPLETE] = measured.ids_complete
+    if measured.fields is not None:
+        attrs[sc.ITEMS_FIELDS] = list(measured.fields)
+        attrs[sc.ITEMS_FIELDS_COMPLETE] = measured.fields_complete
+    if measured.markers_found:
+        attrs[sc.TRUNCATION_MARKERS_FOUND] = list(measured.markers_found)
+    if job.declared:
+        attrs[sc.TRUNCATION_DECLARED] = True
+    marker = job.marker if job.marker is not None else bool(measured.markers_found)
+    attrs[sc.TRUNCATION_MARKER] = marker
+    if capture_content:
+        attrs[sc.CONTENT_TEXT] = job.text[:_CONTENT_LIMIT]
+    attrs.update(job.extra)
+    return attrs
+
+
+class Recorder:
+    """Owns the measurement queue and the worker that turns jobs into spans."""
+
+    def __init__(
+        self,
+        tracer: trace.Tracer,
+        analyzer: TextAnalyzer,
+        counter: DropCounter,
+        ledger: Ledger | None = None,
+        max_queue: int = 65_536,
+        capture_content: bool = False,
+    ) -> None:
+        self.tracer = tracer
+        self.analyzer = analyzer
+        self.counter = counter
+        self.ledger = ledger
+        self.capture_content = capture_content
+        self._max_queue = max_queue
+        self._queue: deque[StageJob | ManifestJob] = deque()
+        self._cond = threading.Condition()
+        self._busy = False
+        self._closed = False
+        self._errors: list[BaseException] = []
+        self._thread = threading.Thread(target=self._run, name="ctxledger-measure", daemon=True)
+        self._thread.start()
+
+    def submit(self, job: StageJob | ManifestJob) -> bool:
+        """Enqueue without blocking; False (and counted) when the queue is full."""
+        with self._cond:
+            if self._closed or len(self._queue) >= self._max_queue:
+                self.counter.add("queue_dropped")
+                return False
+            self._queue.append(job)
+            self._cond.notify()
+        return True
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._queue and not self._closed:
+                    self._busy = False
+                    self._cond.notify_all()
+                    self._cond.wait()
+                if not self._queue:
+                    self._busy = False
+                    self._cond.notify_all()
+                    return
+                job = self._queue.popleft()
+                self._busy = True
+            try:
+                if isinstance(job, StageJob):
+                    self._emit_stage(job)
+                else:
+                    self._emit_manifest(job)
+            except Exception as error:
+                self._errors.append(error)
+                report_failure("ctxledger measurement", error)
+
+    def _start_span(self, name: str, job: StageJob | ManifestJob, attrs: Any) -> trace.Span:
+        ctx = job.context
+        if job.parent is not None:
+            ctx = trace.set_span_in_context(job.parent, ctx)
+        return self.tracer.start_span(name, context=ctx, attributes=attrs, start_time=job.start_ns)
+
+    def _emit_stage(self, job: StageJob) -> None:
+        measured = self.analyzer.measure(job.text, job.encoding)
+        attrs = stage_attributes(job, measured, self.capture_content)
+        span = self._start_span(f"{sc.SPAN_MEASUREMENT} {job.stage}", job, attrs)
+        span.end()
+        self.counter.add("measured")
+        if self.ledger is not None:
+            span_context = span.get_span_context()
+            self.ledger.observe_measurement(
+                measurement_from_attributes(
+                    attrs,
+                    trace_id=format(span_context.trace_id, "032x"),
+                    span_id=format(span_context.span_id, "016x"),
+                    observed_at=time.time(),
+                )
+            )
+
+    def _emit_manifest(self, job: ManifestJob) -> None:
+        attrs: dict[str, AttributeValue] = {
+            sc.REQUEST_ID: job.request_id,
+            sc.REQUEST_TOOL_CALL_IDS: list(job.tool_call_ids),
+            sc.SDK_DROPPED_SPANS: self.counter.snapshot().dropped,
+        }
+        if job.tool_calls is not None:
+            attrs[sc.REQUEST_TOOL_CALLS] = list(job.tool_calls)
+        if job.step is not None:
+            attrs[sc.STEP] = job.step
+        if job.model:
+            attrs[sc.REQUEST_MODEL] = job.model
+        if job.agent_name:
+            attrs[sc.AGENT_NAME] = job.agent_name
+        if job.context_window:
+            attrs[sc.REQUEST_CONTEXT_WINDOW] = job.context_window
+        if job.body_text is not None:
+            measured = self.analyzer.counter.count(
+                job.body_text,
+                hashlib.sha256(job.body_text.encode("utf-8", "surrogatepass")).hexdigest(),
+                job.encoding,
+            )
+            attrs[sc.REQUEST_TOKENS] = measured.tokens
+            attrs[sc.TOKENIZER] = measured.tokenizer
+        span = self._start_span(sc.SPAN_MANIFEST, job, attrs)
+        span.end()
+        if self.ledger is not None:
+            span_context = span.get_span_context()
+            self.ledger.observe_manifest(
+                manifest_from_attributes(
+                    attrs,
+                    trace_id=format(span_context.trace_id, "032x"),
+                    span_id=format(span_context.span_id, "016x"),
+                    observed_at=time.time(),
+                )
+            )
+
+    def flush(self, timeout_s: float = 30.0) -> bool:
+        """Wait until every queued measurement has been emitted. Under pytest, re-raise
+        the first failure the worker met."""
+        deadline = time.monotonic() + timeout_s
+        with self._cond:
+            while self._queue or self._busy:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._cond.wait(remaining)
+        if self._errors and raise_errors():
+            error = self._errors[0]
+            self._errors.clear()
+            raise error
+        return True
+
+    def close(self, timeout_s: float = 30.0) -> None:
+        self.flush(timeout_s)
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+        self._thread.join(timeout=timeout_s)

@@ -1,0 +1,118 @@
+"""Wire names of the ctxledger contract (v1), as documented constants.
+
+This module is the only place where an attribute name is written as a string.
+It has no dependencies so that any component (SDK, collector, tests) can import it.
+Names marked *extension* are additions of this project; the contract allows adding
+names but never renaming or re-meaning the ones it defines.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+CONTRACT_VERSION: Final = "1"
+
+# --- stages -----------------------------------------------------------------------
+STAGE_ORIGINAL: Final = "original"
+STAGE_SERIALIZED: Final = "serialized"
+STAGE_ASSEMBLED: Final = "assembled"
+STAGE_SENT: Final = "sent"
+#: Pipeline position of each built-in stage. Custom stages declare their own order.
+BUILTIN_STAGE_ORDER: Final[dict[str, int]] = {
+    STAGE_ORIGINAL: 10,
+    STAGE_SERIALIZED: 20,
+    STAGE_ASSEMBLED: 30,
+    STAGE_SENT: 40,
+}
+
+# --- stage measurement spans (contract section 2) -----------------------------------
+STAGE: Final = "ctxledger.stage"
+"""The stage measured: original, serialized, assembled, sent, or a custom name."""
+STAGE_ORDER: Final = "ctxledger.stage.order"
+"""Position in the pipeline; required for custom stages."""
+TOOL_CALL_ID: Final = "gen_ai.tool.call.id"
+"""The tool call whose result is measured; links the stages of one result."""
+TOOL_NAME: Final = "gen_ai.tool.name"
+REQUEST_ID: Final = "ctxledger.request.id"
+"""The LLM request the result is assembled into / sent with."""
+STEP: Final = "ctxledger.step"
+"""The agent step: the LLM request number within the run."""
+SIZE_CHARS: Final = "ctxledger.size.chars"
+"""Length in Unicode code points."""
+SIZE_BYTES: Final = "ctxledger.size.bytes"
+"""Length in UTF-8 bytes."""
+SIZE_TOKENS: Final = "ctxledger.size.tokens"
+TOKENIZER: Final = "ctxledger.tokenizer"
+SIZE_ITEMS: Final = "ctxledger.size.items"
+"""Records (JSON array elements) or lines."""
+ITEMS_IDS: Final = "ctxledger.items.ids"
+ITEMS_IDS_COMPLETE: Final = "ctxledger.items.ids_complete"
+ITEMS_PRIORITY: Final = "ctxledger.items.priority"
+"""How many must-keep items are present."""
+CONTENT_SHA256: Final = "ctxledger.content.sha256"
+CONTENT_CANONICAL_SHA256: Final = "ctxledger.content.canonical_sha256"
+JSON_VALID: Final = "ctxledger.json.valid"
+TRUNCATION_DECLARED: Final = "ctxledger.truncation.declared"
+TRUNCATION_STRATEGY: Final = "ctxledger.truncation.strategy"
+TRUNCATION_MARKER: Final = "ctxledger.truncation.marker"
+TRUNCATION_REF: Final = "ctxledger.truncation.ref"
+
+TRUNCATION_STRATEGIES: Final = (
+    "head_chars",
+    "head_tail",
+    "head_rows",
+    "structured",
+    "page",
+    "summary",
+    "spill",
+    "emergency_trim",
+    "other",
+)
+
+# --- request manifest spans (contract section 3) ------------------------------------
+REQUEST_TOOL_CALL_IDS: Final = "ctxledger.request.tool_call_ids"
+"""Tool results present in the request."""
+REQUEST_TOOL_CALLS: Final = "ctxledger.request.tool_calls"
+"""Tool calls issued by assistant messages in the request."""
+REQUEST_TOKENS: Final = "ctxledger.request.tokens"
+REQUEST_CONTEXT_WINDOW: Final = "ctxledger.request.context_window"
+REQUEST_MODEL: Final = "gen_ai.request.model"
+
+# --- resource and agent naming ------------------------------------------------------
+SERVICE_NAME: Final = "service.name"
+AGENT_NAME: Final = "gen_ai.agent.name"
+
+# --- extensions (this project's additions) ------------------------------------------
+SIZE_CANONICAL_CHARS: Final = "ctxledger.size.canonical_chars"
+"""*Extension.* Code points of the canonical JSON form; size comparisons use it when both
+stages carry it, so escaping and whitespace changes are never mistaken for loss."""
+SIZE_TOKENS_ESTIMATED: Final = "ctxledger.size.tokens_estimated"
+"""*Extension.* True when the token count was extrapolated from a prefix (very large text)."""
+ITEMS_FIELDS: Final = "ctxledger.items.fields"
+"""*Extension.* Sorted union of the field names of the items; a field missing at a later
+stage is loss even when the item count is unchanged."""
+ITEMS_FIELDS_COMPLETE: Final = "ctxledger.items.fields_complete"
+"""*Extension.* False when the field list was capped."""
+TRUNCATION_MARKERS_FOUND: Final = "ctxledger.truncation.markers_found"
+"""*Extension.* Names of the known truncation markers found in the measured text."""
+SDK_DROPPED_SPANS: Final = "ctxledger.sdk.dropped_spans"
+"""*Extension.* On manifests: measurements the SDK had to drop so far in this process
+(queue overflow or export given up). Non-zero means the auditor's own view has gaps."""
+CONTENT_TEXT: Final = "ctxledger.content.text"
+"""*Extension.* The measured text itself; only sent when content capture is opted in."""
+SDK_NAME: Final = "ctxledger.sdk.name"
+SDK_VERSION: Final = "ctxledger.sdk.version"
+
+# --- span names (not part of the contract; clients may name spans freely) -----------
+SPAN_MEASUREMENT: Final = "ctxledger.measure"
+SPAN_MANIFEST: Final = "ctxledger.request"
+SPAN_RUN: Final = "ctxledger.run"
+
+# --- verdicts (contract section 4) --------------------------------------------------
+VERDICT_INTACT: Final = "intact"
+VERDICT_DECLARED: Final = "declared"
+VERDICT_UNMARKED: Final = "unmarked"
+VERDICT_SILENT: Final = "silent"
+VERDICT_DROPPED: Final = "dropped"
+VERDICT_ORPHANED: Final = "orphaned"
+VERDICT_INCOMPLETE: Final = "incomplete"

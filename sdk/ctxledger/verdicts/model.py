@@ -1,0 +1,147 @@
+"""Frozen domain records the rules take in and give out. Standard library only."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ctxledger import semconv
+
+#: Worst last. The worst finding of a journey gives its verdict.
+VERDICT_SEVERITY: dict[str, int] = {
+    semconv.VERDICT_INTACT: 0,
+    semconv.VERDICT_DECLARED: 1,
+    semconv.VERDICT_INCOMPLETE: 2,
+    semconv.VERDICT_UNMARKED: 3,
+    semconv.VERDICT_SILENT: 4,
+    semconv.VERDICT_DROPPED: 5,
+    semconv.VERDICT_ORPHANED: 6,
+}
+VERDICTS: tuple[str, ...] = tuple(VERDICT_SEVERITY)
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """The size of one tool result at one stage, as a stage measurement span carries it."""
+
+    trace_id: str
+    tool_call_id: str
+    stage: str
+    order: int
+    chars: int
+    request_id: str | None = None
+    tool_name: str | None = None
+    agent_name: str | None = None
+    step: int | None = None
+    bytes: int | None = None
+    tokens: int | None = None
+    tokenizer: str | None = None
+    tokens_estimated: bool = False
+    canonical_chars: int | None = None
+    items: int | None = None
+    item_ids: tuple[str, ...] | None = None
+    ids_complete: bool = True
+    fields: tuple[str, ...] | None = None
+    fields_complete: bool = True
+    priority_items: int | None = None
+    sha256: str | None = None
+    canonical_sha256: str | None = None
+    json_valid: bool | None = None
+    declared: bool = False
+    strategy: str | None = None
+    marker: bool = False
+    markers_found: tuple[str, ...] = ()
+    ref: str | None = None
+    dropped_attributes: int = 0
+    observed_at: float = 0.0
+    span_id: str | None = None
+
+    @property
+    def sees_marker(self) -> bool:
+        """Whether the text the model sees at this stage says it was reduced."""
+        return self.marker or bool(self.markers_found)
+
+    @property
+    def trusted(self) -> bool:
+        """False when OTLP reported attributes of this span dropped in transit."""
+        return self.dropped_attributes == 0
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """What one LLM request actually contained when it was sent."""
+
+    trace_id: str
+    request_id: str
+    step: int | None = None
+    tool_call_ids: tuple[str, ...] = ()
+    tool_calls: tuple[str, ...] | None = None
+    tokens: int | None = None
+    context_window: int | None = None
+    model: str | None = None
+    agent_name: str | None = None
+    sdk_dropped_spans: int | None = None
+    observed_at: float = 0.0
+    span_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Tolerances:
+    """How much a size may fall between two stages before it counts as loss.
+
+    A fall counts when it exceeds both the ratio of the earlier size and the floor.
+    Sizes are compared on canonical chars when both stages carry them, so escaping and
+    whitespace never count; otherwise on chars and tokens.
+    """
+
+    chars_ratio: float = 0.02
+    chars_floor: int = 16
+    tokens_ratio: float = 0.02
+    tokens_floor: int = 4
+    incomplete_after_s: float = 120.0
+
+
+@dataclass(frozen=True)
+class Transition:
+    """The comparison of two consecutive stages of one journey."""
+
+    from_stage: str
+    to_stage: str
+    verdict: str
+    lost_items: int = 0
+    lost_item_ids: tuple[str, ...] = ()
+    lost_fields: tuple[str, ...] = ()
+    lost_chars: int = 0
+    lost_tokens: int = 0
+    lost_priority_items: int = 0
+    reasons: tuple[str, ...] = ()
+
+    @property
+    def lost(self) -> bool:
+        return self.verdict != semconv.VERDICT_INTACT
+
+
+@dataclass(frozen=True)
+class Report:
+    """The verdict on one journey: one tool result (trace, tool call) within one request."""
+
+    trace_id: str
+    tool_call_id: str
+    request_id: str | None
+    verdict: str
+    tool_name: str | None = None
+    agent_name: str | None = None
+    step: int | None = None
+    stages: tuple[Measurement, ...] = ()
+    transitions: tuple[Transition, ...] = ()
+    lost_items: int = 0
+    lost_item_ids: tuple[str, ...] = ()
+    lost_fields: tuple[str, ...] = ()
+    lost_chars: int = 0
+    lost_tokens: int = 0
+    lost_priority_items: int = 0
+    settled: bool = True
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def key(self) -> tuple[str, str, str | None]:
+        return (self.trace_id, self.tool_call_id, self.request_id)

@@ -1,0 +1,155 @@
+"""Span attributes <-> rule records. Pure; standard library only.
+
+Both the SDK's local ledger and the collector's OTLP decoder read spans through these
+functions, so a span means the same thing wherever it is judged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ctxledger import semconv as sc
+from ctxledger.verdicts.model import Manifest, Measurement
+
+
+class InvalidSpan(ValueError):
+    """A span that claims to be a measurement or manifest but breaks the contract."""
+
+
+def is_measurement(attributes: Mapping[str, Any]) -> bool:
+    return sc.STAGE in attributes
+
+
+def is_manifest(attributes: Mapping[str, Any]) -> bool:
+    return (
+        sc.STAGE not in attributes
+        and sc.REQUEST_ID in attributes
+        and sc.REQUEST_TOOL_CALL_IDS in attributes
+    )
+
+
+def _int(attrs: Mapping[str, Any], name: str, *, required: bool = False) -> int | None:
+    value = attrs.get(name)
+    if value is None:
+        if required:
+            raise InvalidSpan(f"{name} is required")
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidSpan(f"{name} must be an int, got {type(value).__name__} {value!r}")
+    if value < 0:
+        raise InvalidSpan(f"{name} must not be negative, got {value}")
+    return value
+
+
+def _str(attrs: Mapping[str, Any], name: str, *, required: bool = False) -> str | None:
+    value = attrs.get(name)
+    if value is None or value == "":
+        if required:
+            raise InvalidSpan(f"{name} is required")
+        return None
+    if not isinstance(value, str):
+        raise InvalidSpan(f"{name} must be a string, got {type(value).__name__}")
+    return value
+
+
+def _bool(attrs: Mapping[str, Any], name: str, default: bool | None) -> bool | None:
+    value = attrs.get(name)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise InvalidSpan(f"{name} must be a bool, got {type(value).__name__}")
+    return value
+
+
+def _strs(attrs: Mapping[str, Any], name: str) -> tuple[str, ...] | None:
+    value = attrs.get(name)
+    if value is None:
+        return None
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        raise InvalidSpan(f"{name} must be an array of strings")
+    if not all(isinstance(v, str) for v in value):
+        raise InvalidSpan(f"{name} must hold only strings")
+    return tuple(value)
+
+
+def measurement_from_attributes(
+    attrs: Mapping[str, Any],
+    *,
+    trace_id: str,
+    span_id: str | None = None,
+    observed_at: float = 0.0,
+    dropped_attributes: int = 0,
+) -> Measurement:
+    """Read a stage measurement span. Raises :class:`InvalidSpan` saying what is wrong."""
+    stage = _str(attrs, sc.STAGE, required=True)
+    assert stage is not None
+    order = _int(attrs, sc.STAGE_ORDER)
+    if order is None:
+        if stage not in sc.BUILTIN_STAGE_ORDER:
+            raise InvalidSpan(f"custom stage {stage!r} needs {sc.STAGE_ORDER}")
+        order = sc.BUILTIN_STAGE_ORDER[stage]
+    request_id = _str(attrs, sc.REQUEST_ID)
+    if request_id is None and stage in (sc.STAGE_ASSEMBLED, sc.STAGE_SENT):
+        raise InvalidSpan(f"stage {stage!r} needs {sc.REQUEST_ID}")
+    tokens = _int(attrs, sc.SIZE_TOKENS)
+    tokenizer = _str(attrs, sc.TOKENIZER)
+    ids_complete = _bool(attrs, sc.ITEMS_IDS_COMPLETE, True)
+    fields_complete = _bool(attrs, sc.ITEMS_FIELDS_COMPLETE, True)
+    return Measurement(
+        trace_id=trace_id,
+        tool_call_id=_str(attrs, sc.TOOL_CALL_ID, required=True) or "",
+        stage=stage,
+        order=order,
+        chars=_int(attrs, sc.SIZE_CHARS, required=True) or 0,
+        request_id=request_id,
+        tool_name=_str(attrs, sc.TOOL_NAME),
+        agent_name=_str(attrs, sc.AGENT_NAME),
+        step=_int(attrs, sc.STEP),
+        bytes=_int(attrs, sc.SIZE_BYTES),
+        tokens=tokens,
+        tokenizer=tokenizer if tokens is not None else None,
+        tokens_estimated=bool(_bool(attrs, sc.SIZE_TOKENS_ESTIMATED, False)),
+        canonical_chars=_int(attrs, sc.SIZE_CANONICAL_CHARS),
+        items=_int(attrs, sc.SIZE_ITEMS),
+        item_ids=_strs(attrs, sc.ITEMS_IDS),
+        ids_complete=bool(ids_complete),
+        fields=_strs(attrs, sc.ITEMS_FIELDS),
+        fields_complete=bool(fields_complete),
+        priority_items=_int(attrs, sc.ITEMS_PRIORITY),
+        sha256=_str(attrs, sc.CONTENT_SHA256),
+        canonical_sha256=_str(attrs, sc.CONTENT_CANONICAL_SHA256),
+        json_valid=_bool(attrs, sc.JSON_VALID, None),
+        declared=bool(_bool(attrs, sc.TRUNCATION_DECLARED, False)),
+        strategy=_str(attrs, sc.TRUNCATION_STRATEGY),
+        marker=bool(_bool(attrs, sc.TRUNCATION_MARKER, False)),
+        markers_found=_strs(attrs, sc.TRUNCATION_MARKERS_FOUND) or (),
+        ref=_str(attrs, sc.TRUNCATION_REF),
+        dropped_attributes=dropped_attributes,
+        observed_at=observed_at,
+        span_id=span_id,
+    )
+
+
+def manifest_from_attributes(
+    attrs: Mapping[str, Any],
+    *,
+    trace_id: str,
+    span_id: str | None = None,
+    observed_at: float = 0.0,
+) -> Manifest:
+    """Read a request manifest span. Raises :class:`InvalidSpan` saying what is wrong."""
+    return Manifest(
+        trace_id=trace_id,
+        request_id=_str(attrs, sc.REQUEST_ID, required=True) or "",
+        step=_int(attrs, sc.STEP),
+        tool_call_ids=_strs(attrs, sc.REQUEST_TOOL_CALL_IDS) or (),
+        tool_calls=_strs(attrs, sc.REQUEST_TOOL_CALLS),
+        tokens=_int(attrs, sc.REQUEST_TOKENS),
+        context_window=_int(attrs, sc.REQUEST_CONTEXT_WINDOW),
+        model=_str(attrs, sc.REQUEST_MODEL),
+        agent_name=_str(attrs, sc.AGENT_NAME),
+        sdk_dropped_spans=_int(attrs, sc.SDK_DROPPED_SPANS),
+        observed_at=observed_at,
+        span_id=span_id,
+    )
