@@ -7,7 +7,7 @@ import inspect
 import logging
 import uuid
 from collections.abc import Callable
-from typing import Any, TypeVar, overload
+from typing import Any, overload
 
 from ctxledger import semconv as sc
 from ctxledger.api import measure
@@ -15,7 +15,7 @@ from ctxledger.runs import current_tool_call
 from ctxledger.serialize import to_text
 
 logger = logging.getLogger("ctxledger")
-F = TypeVar("F", bound=Callable[..., Any])
+ToolFunction = Callable[..., Any]
 Serializer = Callable[[Any], str]
 _warned: set[str] = set()
 
@@ -45,12 +45,14 @@ def _call_id(name: str, kwargs: dict[str, Any], arg: str, accepts: bool) -> str:
     return f"ctxl-{uuid.uuid4().hex[:12]}"
 
 
+# The wrapper takes an extra ``tool_call_id`` keyword and may return text instead of the
+# tool's own type, so it is typed loosely on purpose.
 @overload
-def tool(func: F) -> F: ...
+def tool(func: ToolFunction) -> ToolFunction: ...
 @overload
 def tool(
     *, name: str | None = None, serialize: Serializer | None = ..., call_id_arg: str = ...
-) -> Callable[[F], F]: ...
+) -> Callable[[ToolFunction], ToolFunction]: ...
 
 
 def tool(

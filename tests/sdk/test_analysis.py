@@ -95,7 +95,7 @@ def test_must_keep_predicate_counts_priority_items_and_survives_errors():
     ("text", "marker"),
     [
         (EMERGENCY_TRIM_PLACEHOLDER, "emergency_trim"),
-        ("…[已截断：共 500 行，省略中间 400 行；可用 offset/pattern 参数查看更多]…", "truncated_zh"),
+        ("…[已截断：共 500 行，省略中间 400 行；可用 offset/pattern 参数]…", "truncated_zh"),
         ("...[已截断, 完整结果见引用 ab12, 可用工具按需读取片段]", "spilled_zh"),
         ('{"truncated": true, "kept_rows": 12, "items": []}', "json_truncated_flag"),
         ("line 1\n[... 1,200 more lines]", "omitted_en"),

@@ -44,7 +44,7 @@ def test_seed_004_prints_a_loss_line_with_the_lost_ids(ledger_file):
 
 
 def test_decorator_records_original_and_serialized_and_returns_text(ledger_file):
-    path, client = ledger_file
+    path, _ = ledger_file
 
     @ctxledger.tool(name="orders")
     def query_orders(limit: int) -> list[dict[str, object]]:
@@ -82,7 +82,12 @@ def test_declared_truncation_with_marker_is_declared_not_silent(ledger_file):
     with ctxledger.run():
         ctxledger.measure("original", rows, tool_call_id="c1", tool_name="q")
         ctxledger.measure(
-            "serialized", kept, tool_call_id="c1", tool_name="q", declared=True, strategy="head_rows"
+            "serialized",
+            kept,
+            tool_call_id="c1",
+            tool_name="q",
+            declared=True,
+            strategy="head_rows",
         )
     lines = _read(path)
     assert any("LOSS declared" in line and "lost 90 items" in line for line in lines), lines

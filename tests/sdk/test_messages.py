@@ -1,5 +1,5 @@
 """Tests for ctxledger.messages: tool calls and results in chat message formats."""
-# ruff: noqa: RUF001  (full-width Chinese punctuation is intentional test data)
+
 
 from __future__ import annotations
 

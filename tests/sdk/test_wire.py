@@ -26,7 +26,7 @@ def test_builtin_stage_gets_its_order():
     [
         ({**BASE, sc.STAGE: "gateway"}, "needs ctxledger.stage.order"),
         ({**BASE, sc.STAGE: sc.STAGE_SENT}, "needs ctxledger.request.id"),
-        ({k: v for k, v in BASE.items() if k != sc.TOOL_CALL_ID}, "gen_ai.tool.call.id is required"),
+        ({k: v for k, v in BASE.items() if k != sc.TOOL_CALL_ID}, "call.id is required"),
         ({**BASE, sc.SIZE_CHARS: "10"}, "must be an int"),
         ({**BASE, sc.SIZE_CHARS: True}, "must be an int"),
         ({**BASE, sc.SIZE_CHARS: -1}, "must not be negative"),
