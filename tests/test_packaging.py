@@ -39,7 +39,7 @@ def test_plain_install_is_the_sdk_only(tmp_path: Path) -> None:
     probe = (
         "import sys, ctxledger; "
         "ctxledger.configure(export=False); "
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in %r))" % (SERVER_ONLY,)
+        f"print(sorted(m for m in sys.modules if m.split('.')[0] in {SERVER_ONLY!r}))"
     )
     assert _run(python, "-c", probe).strip() == "[]"
     version = _run(venv / "bin" / "ctxledger", "--version")
