@@ -22,7 +22,7 @@ from ctxledger.verdicts.model import (
     Transition,
 )
 
-_STAGE_KEY = tuple[str, str | None, str]
+_STAGE_KEY = tuple[str, str, str | None, str]
 
 
 def worst(verdicts: Iterable[str]) -> str:
@@ -38,7 +38,7 @@ def _pick(duplicates: list[Measurement]) -> Measurement:
 def _dedupe_measurements(measurements: Iterable[Measurement]) -> list[Measurement]:
     groups: dict[_STAGE_KEY, list[Measurement]] = defaultdict(list)
     for m in measurements:
-        groups[(m.tool_call_id, m.request_id, m.stage)].append(m)
+        groups[(m.trace_id, m.tool_call_id, m.request_id, m.stage)].append(m)
     return [_pick(group) for group in groups.values()]
 
 
@@ -82,7 +82,8 @@ def compare(prev: Measurement, cur: Measurement, tolerances: Tolerances) -> Tran
             reasons.append(f"{len(lost_ids)} item ids missing")
 
     lost_fields: tuple[str, ...] = ()
-    if prev.fields and cur.fields is not None and cur.fields_complete and (cur.items or 0) > 0:
+    fields_comparable = cur.fields is not None and cur.fields_complete and cur.trusted
+    if prev.fields and fields_comparable and cur.fields is not None and (cur.items or 0) > 0:
         present_fields = set(cur.fields)
         lost_fields = tuple(f for f in prev.fields if f not in present_fields)
         if lost_fields:
@@ -107,6 +108,8 @@ def compare(prev: Measurement, cur: Measurement, tolerances: Tolerances) -> Tran
             if same_tokenizer
             else 0
         )
+    if prev.json_valid and cur.json_valid is False:
+        reasons.append("the JSON no longer parses")
     if lost_chars:
         reasons.append(f"chars fell by {lost_chars}")
     if lost_tokens:
@@ -121,8 +124,10 @@ def compare(prev: Measurement, cur: Measurement, tolerances: Tolerances) -> Tran
     if not reasons:
         return Transition(prev.stage, cur.stage, semconv.VERDICT_INTACT)
     if lost_chars or lost_items or lost_ids:
-        # Report the size of what went, even when tokens alone did not cross the line.
-        lost_chars = max(lost_chars, prev.chars - cur.chars, 0)
+        # Report the size of what went, even when it alone did not cross the line.
+        canonical = prev.canonical_chars is not None and cur.canonical_chars is not None
+        before, after = (prev.canonical_chars, cur.canonical_chars) if canonical else (None, None)
+        lost_chars = max(lost_chars, (before or prev.chars) - (after or cur.chars), 0)
         if prev.tokens is not None and cur.tokens is not None and prev.tokenizer == cur.tokenizer:
             lost_tokens = max(lost_tokens, prev.tokens - cur.tokens, 0)
     return Transition(
@@ -145,6 +150,11 @@ def _loss_verdict(stage: Measurement) -> str:
     if stage.declared:
         return semconv.VERDICT_UNMARKED
     return semconv.VERDICT_SILENT
+
+
+def _removed(stage: Measurement) -> bool:
+    """A stage that declares it removed the whole result (nothing left of it)."""
+    return stage.declared and (stage.items == 0 or stage.chars == 0)
 
 
 def _following_steps(call_step: int | None, manifests: dict[str, Manifest]) -> set[str]:
@@ -271,9 +281,10 @@ def _judge_journey(
                 f"request {manifest.request_id} carries the result of {call_id} without its call"
             )
         elif not has_result and (follows_call or any(m.request_id == request_id for m in stages)):
-            request_declared = any(m.request_id == request_id and m.declared for m in stages)
+            # Only a stage that declared removing the whole result excuses its absence.
+            removal = next((m for m in stages if m.request_id == request_id and _removed(m)), None)
             findings.append(
-                semconv.VERDICT_DECLARED if request_declared else semconv.VERDICT_DROPPED
+                _loss_verdict(removal) if removal is not None else semconv.VERDICT_DROPPED
             )
             notes.append(f"the result is missing from request {manifest.request_id}")
             if last is not None:
