@@ -19,17 +19,22 @@ from ctxledger.client import Client
 from ctxledger.decorator import tool
 from ctxledger.export import PipelineStats
 from ctxledger.http_hooks import httpx_event_hooks, instrument_http_client
+from ctxledger.items import DEFAULT_ID_FIELDS, DEFAULT_ITEM_KEYS
 from ctxledger.markers import DEFAULT_MARKERS, EMERGENCY_TRIM_PLACEHOLDER, Marker
 from ctxledger.runs import llm_request, new_run, run, tool_call
 from ctxledger.settings import Settings
+from ctxledger.verdicts import Tolerances
 
 __all__ = [
+    "DEFAULT_ID_FIELDS",
+    "DEFAULT_ITEM_KEYS",
     "DEFAULT_MARKERS",
     "EMERGENCY_TRIM_PLACEHOLDER",
     "Client",
     "Marker",
     "PipelineStats",
     "Settings",
+    "Tolerances",
     "__version__",
     "configure",
     "flush",

@@ -59,6 +59,12 @@ def canonical_json(parsed: Any) -> str:
     return json.dumps(parsed, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+def canonical_text(text: str) -> str:
+    """The canonical form of text that is not JSON: runs of whitespace folded to one
+    space, ends stripped, so re-wrapping or trailing spaces never count as loss."""
+    return " ".join(text.split())
+
+
 def _capped_ids(ids: list[str], max_ids: int, max_chars: int) -> tuple[tuple[str, ...], bool]:
     kept: list[str] = []
     used = 0
@@ -112,7 +118,7 @@ class TextAnalyzer:
                 json_valid = True
             except ValueError:
                 pass
-        canonical = canonical_json(parsed) if json_valid else None
+        canonical = canonical_json(parsed) if json_valid else canonical_text(text)
 
         view = view_items(text, parsed, json_valid, opts.item_keys)
         items = None if view.kind == "none" else len(view.items)
@@ -144,12 +150,10 @@ class TextAnalyzer:
             tokens_estimated=tokens.estimated if tokens else False,
             sha256=digest,
             json_valid=json_valid,
-            canonical_sha256=(
-                hashlib.sha256(canonical.encode("utf-8", errors="surrogatepass")).hexdigest()
-                if canonical is not None
-                else None
-            ),
-            canonical_chars=len(canonical) if canonical is not None else None,
+            canonical_sha256=hashlib.sha256(
+                canonical.encode("utf-8", errors="surrogatepass")
+            ).hexdigest(),
+            canonical_chars=len(canonical),
             items=items,
             item_ids=item_ids,
             ids_complete=ids_complete,

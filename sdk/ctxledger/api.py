@@ -11,6 +11,7 @@ from ctxledger import semconv as sc
 from ctxledger.client import Client, get_client, install
 from ctxledger.export import PipelineStats
 from ctxledger.items import DEFAULT_ID_FIELDS, DEFAULT_ITEM_KEYS
+from ctxledger.ledger import open_ledger
 from ctxledger.markers import DEFAULT_MARKERS, Marker
 from ctxledger.messages import ParsedMessages, parse_messages, parse_request_body
 from ctxledger.models import context_window_for
@@ -20,6 +21,7 @@ from ctxledger.safety import never_raises
 from ctxledger.serialize import to_text
 from ctxledger.settings import Settings
 from ctxledger.tokens import encoding_name_for
+from ctxledger.verdicts import Tolerances
 
 
 def configure(
@@ -40,6 +42,7 @@ def configure(
     tokenizer: str | None = None,
     max_queue: int | None = None,
     max_exact_token_chars: int | None = None,
+    tolerances: Tolerances | None = None,
 ) -> Client:
     """Set ctxledger up once, at start-up. Every argument falls back to its environment
     variable (``CTXLEDGER_*``, ``OTEL_*``), then to its default.
@@ -48,6 +51,7 @@ def configure(
     its own collector), measurements go through its provider and join its traces;
     otherwise ctxledger exports OTLP/HTTP to ``endpoint`` (default
     ``http://127.0.0.1:4318``) with a buffered pipeline that counts what it drops.
+    ``tolerances`` set how much a size may fall before the local ledger calls it loss.
     """
     settings = Settings.resolve(
         service_name=service_name,
@@ -68,6 +72,7 @@ def configure(
         must_keep=must_keep,
         markers=(*markers, *extra_markers),
         context_windows=dict(context_windows or {}),
+        ledger=open_ledger(settings.ledger, tolerances),
     )
     return install(client)
 

@@ -1,9 +1,10 @@
 """Capture the ``sent`` stage from the exact bytes that leave the process.
 
 Works with any httpx-compatible client (``httpx``, ``httpx2``) through its event hooks,
-so it serves the ``openai`` and ``anthropic`` packages without importing either:
+so it serves the ``openai`` and ``anthropic`` packages without importing either. Pass the
+client class the provider package expects (``DefaultHttpxClient`` always is):
 
-    OpenAI(http_client=httpx.Client(event_hooks=ctxledger.httpx_event_hooks()))
+    OpenAI(http_client=openai.DefaultHttpxClient(event_hooks=ctxledger.httpx_event_hooks()))
 """
 
 from __future__ import annotations

@@ -26,6 +26,8 @@ DEFAULT_ID_FIELDS: tuple[str, ...] = ("id", "_id", "uuid", "doc_id", "record_id"
 
 # A JSON string (with escapes) or one structural character.
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\],]')
+# How JSON (possibly cut) begins; "[INFO] ..." log lines do not.
+_JSON_START = re.compile(r'\s*(?:\{\s*(?:"|\})|\[\s*(?:[\[{"\]\d-]|true|false|null))')
 
 
 @dataclass(frozen=True)
@@ -115,8 +117,7 @@ def view_items(text: str, parsed: Any, json_valid: bool, keys: Sequence[str]) ->
     if json_valid:
         found = find_item_list(parsed, keys)
         return ItemView("json", found) if found is not None else ItemView("none", ())
-    stripped = text.lstrip()[:1]
-    if stripped in ("[", "{"):
+    if _JSON_START.match(text):
         recovered = recover_items(text, keys)
         if recovered is not None:
             return ItemView("recovered", recovered)

@@ -70,8 +70,9 @@ class Settings:
             service_name=service_name or env.get("OTEL_SERVICE_NAME") or None,
             endpoint=resolved_endpoint,
             api_key=api_key or env.get("CTXLEDGER_API_KEY") or None,
-            export=(export if export is not None else _env_bool("CTXLEDGER_EXPORT", True, env))
-            and not sdk_disabled,
+            export=export
+            if export is not None
+            else _env_bool("CTXLEDGER_EXPORT", True, env) and not sdk_disabled,
             ledger=ledger if ledger is not None else (env.get("CTXLEDGER_LEDGER") or None),
             capture_content=capture_content
             if capture_content is not None

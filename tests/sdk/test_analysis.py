@@ -131,3 +131,15 @@ def test_unknown_encoding_falls_back_to_bundled_cl100k():
     counter = TokenCounter()
     assert counter.resolve("no-such-encoding") == "cl100k_base"
     assert counter.count("hello", "d", "no-such-encoding").tokenizer == "cl100k_base"
+
+
+def test_log_lines_starting_with_a_bracket_are_lines_not_broken_json():
+    m = TextAnalyzer().measure("[INFO] start\n[WARN] slow\n[ERROR] boom\n")
+    assert (m.items, m.item_ids) == (3, None)
+
+
+def test_whitespace_only_changes_of_text_keep_the_canonical_digest():
+    a = TextAnalyzer().measure("第一行   \n第二行\n\n")
+    b = TextAnalyzer().measure("第一行\n第二行")
+    assert a.sha256 != b.sha256
+    assert a.canonical_sha256 == b.canonical_sha256
