@@ -5,6 +5,7 @@ from __future__ import annotations
 import atexit
 import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -34,7 +35,9 @@ def _application_provider() -> trace.TracerProvider | None:
     return provider
 
 
-def _own_provider(settings: Settings, counter: DropCounter) -> TracerProvider | None:
+def _own_pipeline(
+    settings: Settings, counter: DropCounter
+) -> tuple[TracerProvider, BufferedSpanProcessor] | None:
     if not settings.export:
         return None
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -46,17 +49,17 @@ def _own_provider(settings: Settings, counter: DropCounter) -> TracerProvider | 
     attributes: dict[str, str] = {sc.SDK_NAME: "ctxledger", sc.SDK_VERSION: __about__.__version__}
     if settings.service_name:
         attributes[sc.SERVICE_NAME] = settings.service_name
-    provider = TracerProvider(resource=Resource.create(attributes))
-    provider.add_span_processor(
-        BufferedSpanProcessor(
-            exporter,
-            counter,
-            max_queue=settings.max_queue,
-            batch_size=settings.export_batch,
-            delay_s=settings.export_delay_s,
-        )
+    # Our own exit hook shuts this provider down within a bounded time.
+    provider = TracerProvider(resource=Resource.create(attributes), shutdown_on_exit=False)
+    processor = BufferedSpanProcessor(
+        exporter,
+        counter,
+        max_queue=settings.max_queue,
+        batch_size=settings.export_batch,
+        delay_s=settings.export_delay_s,
     )
-    return provider
+    provider.add_span_processor(processor)
+    return provider, processor
 
 
 class Client:
@@ -78,9 +81,12 @@ class Client:
         self.counter = DropCounter()
         self.context_windows = dict(context_windows or {})
         self.owned_provider: TracerProvider | None = None
+        self._processor: BufferedSpanProcessor | None = None
         provider = tracer_provider or _application_provider()
         if provider is None:
-            self.owned_provider = _own_provider(settings, self.counter)
+            pipeline = _own_pipeline(settings, self.counter)
+            if pipeline is not None:
+                self.owned_provider, self._processor = pipeline
             provider = self.owned_provider or trace.NoOpTracerProvider()
         self.tracer = provider.get_tracer("ctxledger", __about__.__version__)
         options = AnalysisOptions(
@@ -108,7 +114,12 @@ class Client:
         return done
 
     def shutdown(self, timeout_s: float = 30.0) -> None:
+        """Emit and export what is pending within about ``timeout_s``; what cannot leave
+        by then (a collector outage) is counted as dropped."""
+        deadline = time.monotonic() + timeout_s
         self.recorder.close(timeout_s)
+        if self._processor is not None:
+            self._processor.shutdown(max(deadline - time.monotonic(), 0.1))
         if self.owned_provider is not None:
             self.owned_provider.shutdown()
 

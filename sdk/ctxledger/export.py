@@ -96,6 +96,8 @@ class BufferedSpanProcessor(SpanProcessor):
         self._idle.set()
         self._stopping = False
         self._backoff_s = 0.0
+        self._in_flight = 0
+        self._abandoned = False
         self._thread = threading.Thread(target=self._run, name="ctxledger-export", daemon=True)
         self._thread.start()
 
@@ -132,11 +134,17 @@ class BufferedSpanProcessor(SpanProcessor):
         batch = self._take()
         if not batch:
             return True
+        with self._lock:
+            self._in_flight = len(batch)
         try:
             result = self._exporter.export(batch)
         except Exception as error:
             logger.debug("ctxledger: export raised %r", error)
             result = SpanExportResult.FAILURE
+        with self._lock:
+            self._in_flight = 0
+            if self._abandoned:  # shutdown already counted this batch as dropped
+                return False
         if result == SpanExportResult.SUCCESS:
             self._counter.add("spans_exported", len(batch))
             return True
@@ -169,14 +177,21 @@ class BufferedSpanProcessor(SpanProcessor):
         self._wake.set()
         return self._idle.wait(timeout_millis / 1000)
 
-    def shutdown(self) -> None:
-        self.force_flush(10_000)
+    def shutdown(self, timeout_s: float = 5.0) -> None:
+        """Export what is buffered within ``timeout_s``; count the rest as dropped."""
+        if self._stopping:
+            return
+        deadline = time.monotonic() + timeout_s
+        self.force_flush(int(timeout_s * 1000))
         self._stopping = True
         self._wake.set()
-        self._thread.join(timeout=15)
+        self._exporter.shutdown()  # ends the exporter's own retry wait early
+        self._thread.join(timeout=max(deadline - time.monotonic(), 0.0))
         with self._lock:
-            left = len(self._queue)
+            # A batch still in the exporter's hands past the deadline is counted as
+            # dropped: we cannot know it arrived.
+            self._abandoned = self._thread.is_alive()
+            left = len(self._queue) + (self._in_flight if self._abandoned else 0)
             self._queue.clear()
         if left:
             self._counter.add("spans_dropped", left)
-        self._exporter.shutdown()

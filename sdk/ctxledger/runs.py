@@ -95,14 +95,38 @@ def parent_span(state: RunState) -> trace.Span | None:
 
 @contextlib.contextmanager
 def run(agent_name: str | None = None) -> Iterator[RunState]:
-    """One agent run: all measurements inside share a trace, steps count from 1."""
-    active = trace.get_current_span().get_span_context()
-    state = RunState(agent_name=agent_name, parent=None if active.is_valid else _fresh_parent())
+    """One agent run: all measurements inside share a trace, steps count from 1.
+
+    The run is a real ``ctxledger.run`` span (a child of the application's active span,
+    if any), so tracing UIs show the measurements under it.
+    """
+    root = _start_run_span(agent_name)
+    context = root.get_span_context() if root is not None else None
+    parent = context if context is not None and context.is_valid else _fresh_parent()
+    state = RunState(agent_name=agent_name, parent=parent)
     token = _current_run.set(state)
     try:
         yield state
     finally:
         _current_run.reset(token)
+        if root is not None:
+            root.end()
+
+
+def _start_run_span(agent_name: str | None) -> trace.Span | None:
+    try:
+        from ctxledger import semconv
+        from ctxledger.client import get_client
+
+        attributes = {semconv.AGENT_NAME: agent_name} if agent_name else {}
+        return get_client().tracer.start_span(semconv.SPAN_RUN, attributes=attributes)
+    except Exception as error:  # a run without its span still groups measurements
+        from ctxledger.safety import raise_errors, report_failure
+
+        if raise_errors():
+            raise
+        report_failure("ctxledger.run", error)
+        return None
 
 
 def new_run(agent_name: str | None = None) -> RunState:

@@ -1,0 +1,56 @@
+"""``ctxledger demo --endpoint URL`` as a user runs it: a separate process that exports
+to a real OTLP receiver and prints the seed-004 loss on stderr."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+from ctxledger import semconv as sc
+
+from .helpers import REPO_ROOT, subprocess_env
+from .otlp_receiver import OTLPReceiver
+
+
+def test_demo_exports_spans_and_reports_the_silent_loss(receiver: OTLPReceiver) -> None:
+    completed = subprocess.run(
+        [sys.executable, "-m", "ctxledger.cli", "demo", "--endpoint", receiver.url],
+        cwd=REPO_ROOT,
+        env=subprocess_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr
+    lines = completed.stderr.splitlines()
+    losses = [line for line in lines if "LOSS silent" in line]
+    assert losses, completed.stderr
+    assert any("30 items" in line for line in losses), losses
+
+    spans = receiver.spans
+    assert spans
+    assert {s.resource.get(sc.SERVICE_NAME) for s in spans} == {"ctxledger-demo"}
+    assert all(r.status == 200 for r in receiver.requests)
+    # The search result: 50 items serialized, 20 in each request that carried it.
+    search = [
+        s.attributes
+        for s in spans
+        if s.attributes.get(sc.TOOL_CALL_ID) == "call_search_1" and sc.STAGE in s.attributes
+    ]
+    items = {
+        stage: sorted(a[sc.SIZE_ITEMS] for a in search if a[sc.STAGE] == stage)
+        for stage in (sc.STAGE_ORIGINAL, sc.STAGE_SERIALIZED, sc.STAGE_ASSEMBLED, sc.STAGE_SENT)
+    }
+    assert items[sc.STAGE_ORIGINAL] == items[sc.STAGE_SERIALIZED] == [50]
+    assert items[sc.STAGE_ASSEMBLED] and set(items[sc.STAGE_ASSEMBLED]) == {20}
+    assert items[sc.STAGE_SENT] and set(items[sc.STAGE_SENT]) == {20}
+    assert len({s.trace_id for s in spans}) == 1  # one demo run, one trace
+    # The count the demo prints is the count that arrived, with nothing dropped.
+    (summary,) = [line for line in lines if line.startswith("exported ")]
+    match = re.fullmatch(r"exported (\d+) spans to (\S+) \((\d+) dropped\)", summary)
+    assert match, summary
+    assert int(match.group(1)) == len(spans)
+    assert match.group(2) == receiver.url
+    assert match.group(3) == "0"
