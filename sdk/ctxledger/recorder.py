@@ -118,6 +118,15 @@ def stage_attributes(
     return attrs
 
 
+def _span_ids(span: trace.Span) -> dict[str, str]:
+    """The span's trace and span ids as the lower-case hex the wire uses."""
+    context = span.get_span_context()
+    return {
+        "trace_id": format(context.trace_id, "032x"),
+        "span_id": format(context.span_id, "016x"),
+    }
+
+
 class Recorder:
     """Owns the measurement queue and the worker that turns jobs into spans."""
 
@@ -189,14 +198,8 @@ class Recorder:
         span.end()
         self.counter.add("measured")
         if self.ledger is not None:
-            span_context = span.get_span_context()
             self.ledger.observe_measurement(
-                measurement_from_attributes(
-                    attrs,
-                    trace_id=format(span_context.trace_id, "032x"),
-                    span_id=format(span_context.span_id, "016x"),
-                    observed_at=time.time(),
-                )
+                measurement_from_attributes(attrs, **_span_ids(span), observed_at=time.time())
             )
 
     def _emit_manifest(self, job: ManifestJob) -> None:
@@ -226,14 +229,8 @@ class Recorder:
         span = self._start_span(sc.SPAN_MANIFEST, job, attrs)
         span.end()
         if self.ledger is not None:
-            span_context = span.get_span_context()
             self.ledger.observe_manifest(
-                manifest_from_attributes(
-                    attrs,
-                    trace_id=format(span_context.trace_id, "032x"),
-                    span_id=format(span_context.span_id, "016x"),
-                    observed_at=time.time(),
-                )
+                manifest_from_attributes(attrs, **_span_ids(span), observed_at=time.time())
             )
 
     def flush(self, timeout_s: float = 30.0) -> bool:
