@@ -118,13 +118,10 @@ def stage_attributes(
     return attrs
 
 
-def _span_ids(span: trace.Span) -> dict[str, str]:
+def _span_ids(span: trace.Span) -> tuple[str, str]:
     """The span's trace and span ids as the lower-case hex the wire uses."""
     context = span.get_span_context()
-    return {
-        "trace_id": format(context.trace_id, "032x"),
-        "span_id": format(context.span_id, "016x"),
-    }
+    return format(context.trace_id, "032x"), format(context.span_id, "016x")
 
 
 class Recorder:
@@ -198,8 +195,11 @@ class Recorder:
         span.end()
         self.counter.add("measured")
         if self.ledger is not None:
+            trace_id, span_id = _span_ids(span)
             self.ledger.observe_measurement(
-                measurement_from_attributes(attrs, **_span_ids(span), observed_at=time.time())
+                measurement_from_attributes(
+                    attrs, trace_id=trace_id, span_id=span_id, observed_at=time.time()
+                )
             )
 
     def _emit_manifest(self, job: ManifestJob) -> None:
@@ -229,8 +229,11 @@ class Recorder:
         span = self._start_span(sc.SPAN_MANIFEST, job, attrs)
         span.end()
         if self.ledger is not None:
+            trace_id, span_id = _span_ids(span)
             self.ledger.observe_manifest(
-                manifest_from_attributes(attrs, **_span_ids(span), observed_at=time.time())
+                manifest_from_attributes(
+                    attrs, trace_id=trace_id, span_id=span_id, observed_at=time.time()
+                )
             )
 
     def flush(self, timeout_s: float = 30.0) -> bool:
