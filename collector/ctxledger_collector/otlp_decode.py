@@ -1,0 +1,283 @@
+"""Decode an OTLP/HTTP ``ExportTraceServiceRequest`` into measurements and manifests.
+
+Pure: bytes in, records and rejections out. A body that cannot be decoded at all raises
+:class:`MalformedRequest`; a span that breaks the contract is rejected alone, with a
+reason, and the rest of its batch is kept.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from google.protobuf.message import DecodeError
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue
+
+from ctxledger import semconv as sc
+from ctxledger.verdicts import Manifest, Measurement
+from ctxledger.wire import (
+    InvalidSpan,
+    is_manifest,
+    is_measurement,
+    manifest_from_attributes,
+    measurement_from_attributes,
+)
+
+PROTOBUF = "application/x-protobuf"
+JSON_TYPE = "application/json"
+
+
+class MalformedRequest(ValueError):
+    """The body is not an ExportTraceServiceRequest in the declared encoding."""
+
+
+@dataclass(frozen=True)
+class RawSpan:
+    """The parts of an OTLP span the collector reads, encoding-independent."""
+
+    trace_id: str
+    span_id: str
+    name: str
+    end_time_unix_nano: int
+    attributes: dict[str, Any]
+    dropped_attributes_count: int
+    service_name: str | None
+
+
+@dataclass(frozen=True)
+class StoredMeasurement:
+    measurement: Measurement
+    attributes: dict[str, Any]
+    service_name: str | None
+
+
+@dataclass(frozen=True)
+class StoredManifest:
+    manifest: Manifest
+    attributes: dict[str, Any]
+    service_name: str | None
+
+
+@dataclass(frozen=True)
+class Rejection:
+    trace_id: str
+    span_id: str
+    reason: str
+
+
+@dataclass
+class DecodedBatch:
+    measurements: list[StoredMeasurement] = field(default_factory=list)
+    manifests: list[StoredManifest] = field(default_factory=list)
+    rejected: list[Rejection] = field(default_factory=list)
+    ignored: int = 0
+
+    @property
+    def error_message(self) -> str:
+        if not self.rejected:
+            return ""
+        shown = "; ".join(f"span {r.span_id or '?'}: {r.reason}" for r in self.rejected[:5])
+        more = len(self.rejected) - 5
+        return shown + (f"; and {more} more" if more > 0 else "")
+
+
+# --- protobuf ----------------------------------------------------------------------
+
+
+def _proto_value(value: AnyValue) -> Any:
+    kind = value.WhichOneof("value")
+    if kind is None:
+        return None
+    if kind == "array_value":
+        return [_proto_value(v) for v in value.array_value.values]
+    if kind == "kvlist_value":
+        return {kv.key: _proto_value(kv.value) for kv in value.kvlist_value.values}
+    return getattr(value, kind)
+
+
+def _proto_spans(body: bytes) -> Iterator[RawSpan]:
+    request = ExportTraceServiceRequest()
+    try:
+        request.ParseFromString(body)
+    except DecodeError as error:
+        raise MalformedRequest(f"body is not a protobuf ExportTraceServiceRequest: {error}")
+    for resource_spans in request.resource_spans:
+        resource = {a.key: _proto_value(a.value) for a in resource_spans.resource.attributes}
+        service = resource.get(sc.SERVICE_NAME)
+        for scope_spans in resource_spans.scope_spans:
+            for span in scope_spans.spans:
+                yield RawSpan(
+                    trace_id=span.trace_id.hex(),
+                    span_id=span.span_id.hex(),
+                    name=span.name,
+                    end_time_unix_nano=span.end_time_unix_nano,
+                    attributes={a.key: _proto_value(a.value) for a in span.attributes},
+                    dropped_attributes_count=span.dropped_attributes_count,
+                    service_name=service if isinstance(service, str) else None,
+                )
+
+
+# --- OTLP JSON ---------------------------------------------------------------------
+
+
+def _json_int(value: Any) -> int:
+    # OTLP JSON encodes 64-bit integers as strings; numbers are accepted too.
+    if isinstance(value, bool):
+        raise ValueError("boolean where an integer was expected")
+    return int(value)
+
+
+def _json_value(value: Mapping[str, Any]) -> Any:
+    if not isinstance(value, Mapping):
+        raise ValueError(f"attribute value must be an AnyValue object, got {value!r}")
+    if "stringValue" in value:
+        return str(value["stringValue"])
+    if "boolValue" in value:
+        return bool(value["boolValue"])
+    if "intValue" in value:
+        return _json_int(value["intValue"])
+    if "doubleValue" in value:
+        return float(value["doubleValue"])
+    if "arrayValue" in value:
+        return [_json_value(v) for v in value["arrayValue"].get("values", [])]
+    if "kvlistValue" in value:
+        return _json_attributes(value["kvlistValue"].get("values", []))
+    if "bytesValue" in value:
+        return base64.b64decode(value["bytesValue"])
+    return None
+
+
+def _json_attributes(items: Any) -> dict[str, Any]:
+    if not isinstance(items, list):
+        raise ValueError("attributes must be a list of key/value objects")
+    return {str(item["key"]): _json_value(item.get("value", {})) for item in items}
+
+
+def _json_id(value: Any, length: int, name: str) -> str:
+    text = str(value or "")
+    if len(text) != length * 2:
+        raise ValueError(f"{name} must be {length * 2} hex characters, got {text!r}")
+    try:
+        bytes.fromhex(text)
+    except ValueError as error:
+        raise ValueError(f"{name} is not hex: {text!r}") from error
+    return text.lower()
+
+
+def _json_spans(body: bytes, rejected: list[Rejection]) -> Iterator[RawSpan]:
+    try:
+        document = json.loads(body)
+    except (UnicodeDecodeError, ValueError) as error:
+        raise MalformedRequest(f"body is not valid JSON: {error}") from error
+    if not isinstance(document, dict) or not isinstance(document.get("resourceSpans", []), list):
+        raise MalformedRequest("body is not an OTLP JSON ExportTraceServiceRequest")
+    for resource_spans in document.get("resourceSpans", []):
+        try:
+            resource = _json_attributes(resource_spans.get("resource", {}).get("attributes", []))
+            service = resource.get(sc.SERVICE_NAME)
+            scopes = resource_spans.get("scopeSpans", [])
+        except (AttributeError, KeyError, TypeError, ValueError) as error:
+            raise MalformedRequest(f"malformed resourceSpans entry: {error}") from error
+        for scope_spans in scopes:
+            for span in scope_spans.get("spans", []) if isinstance(scope_spans, dict) else []:
+                try:
+                    yield RawSpan(
+                        trace_id=_json_id(span.get("traceId"), 16, "traceId"),
+                        span_id=_json_id(span.get("spanId"), 8, "spanId"),
+                        name=str(span.get("name", "")),
+                        end_time_unix_nano=_json_int(span.get("endTimeUnixNano", 0)),
+                        attributes=_json_attributes(span.get("attributes", [])),
+                        dropped_attributes_count=_json_int(span.get("droppedAttributesCount", 0)),
+                        service_name=service if isinstance(service, str) else None,
+                    )
+                except (AttributeError, KeyError, TypeError, ValueError, binascii.Error) as error:
+                    span_id = str(span.get("spanId", "")) if isinstance(span, dict) else ""
+                    trace_id = str(span.get("traceId", "")) if isinstance(span, dict) else ""
+                    rejected.append(Rejection(trace_id, span_id, f"malformed span: {error}"))
+
+
+# --- classification ------------------------------------------------------------------
+
+
+#: Longest identifiers the database stores; longer ones reject the span alone.
+_MAX_LENGTHS = {
+    sc.TOOL_CALL_ID: 256,
+    sc.REQUEST_ID: 256,
+    sc.TOOL_NAME: 256,
+    sc.STAGE: 128,
+    sc.AGENT_NAME: 256,
+    sc.REQUEST_MODEL: 256,
+}
+
+
+def _too_long(attrs: Mapping[str, Any]) -> str | None:
+    for name, limit in _MAX_LENGTHS.items():
+        value = attrs.get(name)
+        if isinstance(value, str) and len(value) > limit:
+            return f"{name} is longer than {limit} characters"
+    return None
+
+
+def _classify(span: RawSpan, batch: DecodedBatch) -> None:
+    attrs = span.attributes
+    if not (is_measurement(attrs) or is_manifest(attrs)):
+        batch.ignored += 1
+        return
+    if span.trace_id == "0" * 32 or not span.trace_id or len(span.trace_id) != 32:
+        batch.rejected.append(Rejection(span.trace_id, span.span_id, "invalid trace id"))
+        return
+    observed_at = span.end_time_unix_nano / 1e9
+    problem = _too_long(attrs)
+    if problem is not None:
+        batch.rejected.append(Rejection(span.trace_id, span.span_id, problem))
+        return
+    try:
+        if is_measurement(attrs):
+            measurement = measurement_from_attributes(
+                attrs,
+                trace_id=span.trace_id,
+                span_id=span.span_id,
+                observed_at=observed_at,
+                dropped_attributes=span.dropped_attributes_count,
+            )
+            if measurement.agent_name is None and span.service_name:
+                # The contract names the agent by gen_ai.agent.name, else service.name.
+                measurement = replace(measurement, agent_name=span.service_name)
+            batch.measurements.append(StoredMeasurement(measurement, attrs, span.service_name))
+        else:
+            manifest = manifest_from_attributes(
+                attrs, trace_id=span.trace_id, span_id=span.span_id, observed_at=observed_at
+            )
+            if manifest.agent_name is None and span.service_name:
+                manifest = replace(manifest, agent_name=span.service_name)
+            batch.manifests.append(StoredManifest(manifest, attrs, span.service_name))
+    except InvalidSpan as error:
+        batch.rejected.append(Rejection(span.trace_id, span.span_id, str(error)))
+
+
+def decode_export_request(body: bytes, content_type: str) -> DecodedBatch:
+    """Decode one OTLP/HTTP export body (already decompressed)."""
+    batch = DecodedBatch()
+    media_type = content_type.split(";", 1)[0].strip().lower()
+    if media_type == PROTOBUF:
+        spans: Iterator[RawSpan] = _proto_spans(body)
+    elif media_type == JSON_TYPE:
+        spans = _json_spans(body, batch.rejected)
+    else:
+        raise ValueError(f"unsupported content type {content_type!r}")
+    for span in spans:
+        _classify(span, batch)
+    return batch
+
+
+def json_safe(attributes: Mapping[str, Any]) -> dict[str, Any]:
+    """Attributes as JSON-storable values (bytes become base64 text)."""
+    return {
+        key: base64.b64encode(value).decode() if isinstance(value, bytes) else value
+        for key, value in attributes.items()
+    }

@@ -1,0 +1,199 @@
+"""``POST /v1/traces``: OTLP/HTTP ingest, protobuf or JSON, optionally gzip.
+
+Status codes: 200 with partial success for rejected spans, 400 for a malformed body,
+401 for a missing or wrong API key, 413 for a body over the limit, 415 for an
+unsupported content type or encoding, 503 with Retry-After when storage is down (so
+standard exporters retry). The answer is sent only after the batch is committed.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import time
+import zlib
+
+from fastapi import APIRouter, Request, Response
+from google.rpc import status_pb2
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTracePartialSuccess,
+    ExportTraceServiceResponse,
+)
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+from starlette.concurrency import run_in_threadpool
+
+from ctxledger_collector.otlp_decode import (
+    JSON_TYPE,
+    PROTOBUF,
+    DecodedBatch,
+    MalformedRequest,
+    decode_export_request,
+)
+from ctxledger_collector.state import AppState, StateDep
+
+logger = logging.getLogger("ctxledger.collector")
+router = APIRouter(tags=["ingest"])
+
+_GRPC_INVALID_ARGUMENT = 3
+_GRPC_UNAUTHENTICATED = 16
+_GRPC_UNAVAILABLE = 14
+_GRPC_RESOURCE_EXHAUSTED = 8
+
+
+class RequestRejected(Exception):
+    def __init__(self, status: int, message: str, grpc_code: int) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.grpc_code = grpc_code
+
+
+def _media_type(request: Request) -> str:
+    return request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+
+
+def _error(media: str, status: int, message: str, grpc_code: int, **headers: str) -> Response:
+    """An OTLP error answer: a google.rpc.Status in the request's encoding."""
+    if media == PROTOBUF:
+        body = status_pb2.Status(code=grpc_code, message=message).SerializeToString()
+        return Response(body, status, media_type=PROTOBUF, headers=headers)
+    payload = json.dumps({"code": grpc_code, "message": message})
+    return Response(payload, status, media_type=JSON_TYPE, headers=headers)
+
+
+def _check_api_key(request: Request, state: AppState) -> None:
+    keys = state.settings.api_key_set()
+    if not keys:
+        return
+    header = request.headers.get("authorization", "")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not any(
+        hmac.compare_digest(token.strip(), key) for key in keys
+    ):
+        raise RequestRejected(
+            401, "missing or wrong API key (Authorization: Bearer <key>)", _GRPC_UNAUTHENTICATED
+        )
+
+
+async def _read_body(request: Request, state: AppState) -> bytes:
+    limit = state.settings.max_body_bytes
+    declared = request.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > limit:
+        raise RequestRejected(
+            413, f"body of {declared} bytes is over the limit of {limit}", _GRPC_RESOURCE_EXHAUSTED
+        )
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise RequestRejected(
+                413, f"body is over the limit of {limit} bytes", _GRPC_RESOURCE_EXHAUSTED
+            )
+        chunks.append(chunk)
+    body = b"".join(chunks)
+    encoding = request.headers.get("content-encoding", "identity").strip().lower()
+    if encoding in ("", "identity"):
+        return body
+    if encoding != "gzip":
+        raise RequestRejected(
+            415, f"unsupported Content-Encoding {encoding!r} (gzip only)", _GRPC_INVALID_ARGUMENT
+        )
+    return _gunzip(body, state.settings.max_decompressed_bytes)
+
+
+def _gunzip(body: bytes, limit: int) -> bytes:
+    decompressor = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    try:
+        data = decompressor.decompress(body, limit + 1)
+    except zlib.error as error:
+        raise RequestRejected(400, f"body is not valid gzip: {error}", _GRPC_INVALID_ARGUMENT)
+    if len(data) > limit or decompressor.unconsumed_tail:
+        raise RequestRejected(
+            413, f"decompressed body is over the limit of {limit} bytes", _GRPC_RESOURCE_EXHAUSTED
+        )
+    if not decompressor.eof:
+        raise RequestRejected(400, "gzip body is truncated", _GRPC_INVALID_ARGUMENT)
+    return data
+
+
+def _success(media: str, batch: DecodedBatch) -> Response:
+    response = ExportTraceServiceResponse()
+    if batch.rejected:
+        response.partial_success.CopyFrom(
+            ExportTracePartialSuccess(
+                rejected_spans=len(batch.rejected), error_message=batch.error_message
+            )
+        )
+    if media == PROTOBUF:
+        return Response(response.SerializeToString(), 200, media_type=PROTOBUF)
+    payload: dict[str, object] = {}
+    if batch.rejected:
+        payload["partialSuccess"] = {
+            "rejectedSpans": str(len(batch.rejected)),
+            "errorMessage": batch.error_message,
+        }
+    return Response(json.dumps(payload), 200, media_type=JSON_TYPE)
+
+
+@router.post(
+    "/v1/traces",
+    summary="OTLP/HTTP trace export",
+    response_class=Response,
+    responses={
+        200: {"description": "stored; rejected spans are counted in partial_success"},
+        400: {"description": "malformed body"},
+        401: {"description": "missing or wrong API key"},
+        413: {"description": "body over the limit"},
+        415: {"description": "unsupported content type or encoding"},
+        503: {"description": "storage unavailable; retry after Retry-After seconds"},
+    },
+)
+async def export_traces(request: Request, state: StateDep) -> Response:
+    started = time.perf_counter()
+    media = _media_type(request)
+    encoding = "protobuf" if media == PROTOBUF else "json" if media == JSON_TYPE else "other"
+    response = await _handle(request, state, media)
+    state.metrics.requests.labels(encoding, str(response.status_code)).inc()
+    state.metrics.duration.observe(time.perf_counter() - started)
+    return response
+
+
+async def _handle(request: Request, state: AppState, media: str) -> Response:
+    try:
+        _check_api_key(request, state)
+        if media not in (PROTOBUF, JSON_TYPE):
+            raise RequestRejected(
+                415,
+                f"unsupported Content-Type {media or '(none)'!r}: use {PROTOBUF} or {JSON_TYPE}",
+                _GRPC_INVALID_ARGUMENT,
+            )
+        body = await _read_body(request, state)
+        try:
+            batch = await run_in_threadpool(decode_export_request, body, media)
+        except MalformedRequest as error:
+            raise RequestRejected(400, str(error), _GRPC_INVALID_ARGUMENT) from error
+    except RequestRejected as rejected:
+        return _error(media, rejected.status, rejected.message, rejected.grpc_code)
+
+    try:
+        await run_in_threadpool(state.store.ingest, batch)
+    except DBAPIError as error:
+        outage = isinstance(error, (OperationalError, InterfaceError))
+        if not (outage or error.connection_invalidated):
+            raise
+        logger.warning("ctxledger collector: storage unavailable: %s", error)
+        return _error(
+            media,
+            503,
+            "storage unavailable; the batch was not stored, retry",
+            _GRPC_UNAVAILABLE,
+            **{"Retry-After": str(state.settings.retry_after_s)},
+        )
+    metrics = state.metrics.spans
+    metrics.labels("measurement").inc(len(batch.measurements))
+    metrics.labels("manifest").inc(len(batch.manifests))
+    metrics.labels("ignored").inc(batch.ignored)
+    metrics.labels("rejected").inc(len(batch.rejected))
+    return _success(media, batch)

@@ -1,0 +1,69 @@
+"""Collector settings: ``CTXLEDGER_*`` environment variables, then defaults."""
+
+from __future__ import annotations
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from ctxledger.verdicts import Tolerances
+
+
+class Settings(BaseSettings):
+    """Every setting can be given as ``CTXLEDGER_<NAME>`` (e.g. ``CTXLEDGER_DATABASE_URL``)."""
+
+    model_config = SettingsConfigDict(env_prefix="CTXLEDGER_", extra="ignore")
+
+    database_url: str = Field(
+        default="sqlite:///./ctxledger.db",
+        description="SQLAlchemy URL: sqlite:///path.db or postgresql+psycopg://user@host/db",
+    )
+    host: str = "127.0.0.1"
+    port: int = 4318
+    incomplete_after_s: float = Field(
+        default=120.0,
+        description="grace period before a journey missing its later stages is judged incomplete",
+    )
+    sweep_interval_s: float = Field(
+        default=10.0, description="how often journeys past the grace period are re-judged"
+    )
+    tolerance_chars_ratio: float = 0.02
+    tolerance_chars_floor: int = 16
+    tolerance_tokens_ratio: float = 0.02
+    tolerance_tokens_floor: int = 4
+    max_body_bytes: int = Field(
+        default=16 * 1024 * 1024, description="largest accepted request body (as sent)"
+    )
+    max_decompressed_bytes: int = Field(
+        default=64 * 1024 * 1024, description="largest body after gzip decompression"
+    )
+    api_keys: str = Field(
+        default="", description="comma-separated keys; when set, ingest needs a Bearer key"
+    )
+    auto_migrate: bool | None = Field(
+        default=None,
+        description="apply migrations on start (default: yes for SQLite, no for PostgreSQL)",
+    )
+    retry_after_s: int = Field(default=5, description="Retry-After sent with a 503")
+    dashboard_url: str | None = Field(
+        default=None, description="public URL of the dashboard, for deep links in the API"
+    )
+
+    def tolerances(self) -> Tolerances:
+        return Tolerances(
+            chars_ratio=self.tolerance_chars_ratio,
+            chars_floor=self.tolerance_chars_floor,
+            tokens_ratio=self.tolerance_tokens_ratio,
+            tokens_floor=self.tolerance_tokens_floor,
+            incomplete_after_s=self.incomplete_after_s,
+        )
+
+    def api_key_set(self) -> frozenset[str]:
+        return frozenset(k.strip() for k in self.api_keys.split(",") if k.strip())
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.database_url.startswith("sqlite")
+
+    @property
+    def should_auto_migrate(self) -> bool:
+        return self.is_sqlite if self.auto_migrate is None else self.auto_migrate

@@ -1,0 +1,29 @@
+"""What the routes share: settings, engine, store and metrics of one app."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import Depends, Request
+from sqlalchemy import Engine
+
+from ctxledger_collector.metrics import CollectorMetrics
+from ctxledger_collector.settings import Settings
+from ctxledger_collector.store import Store
+
+
+@dataclass
+class AppState:
+    settings: Settings
+    engine: Engine
+    store: Store
+    metrics: CollectorMetrics
+
+
+def get_state(request: Request) -> AppState:
+    state: AppState = request.app.state.ctxledger
+    return state
+
+
+StateDep = Annotated[AppState, Depends(get_state)]
