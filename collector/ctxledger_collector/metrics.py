@@ -10,7 +10,7 @@ from prometheus_client.registry import Collector
 from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
-from ctxledger_collector.tables import ReportRow
+from ctxledger_collector.tables import REPORTS
 
 
 class JourneyCollector(Collector):
@@ -28,8 +28,8 @@ class JourneyCollector(Collector):
         with Session(self.engine) as session:
             rows = session.execute(
                 select(
-                    ReportRow.verdict, ReportRow.agent_name, ReportRow.tool_name, func.count()
-                ).group_by(ReportRow.verdict, ReportRow.agent_name, ReportRow.tool_name)
+                    REPORTS.c.verdict, REPORTS.c.agent_name, REPORTS.c.tool_name, func.count()
+                ).group_by(REPORTS.c.verdict, REPORTS.c.agent_name, REPORTS.c.tool_name)
             )
             for verdict, agent, tool, count in rows:
                 family.add_metric([verdict, agent or "", tool or ""], count)

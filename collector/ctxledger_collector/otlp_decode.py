@@ -105,7 +105,9 @@ def _proto_spans(body: bytes) -> Iterator[RawSpan]:
     try:
         request.ParseFromString(body)
     except DecodeError as error:
-        raise MalformedRequest(f"body is not a protobuf ExportTraceServiceRequest: {error}")
+        raise MalformedRequest(
+            f"body is not a protobuf ExportTraceServiceRequest: {error}"
+        ) from error
     for resource_spans in request.resource_spans:
         resource = {a.key: _proto_value(a.value) for a in resource_spans.resource.attributes}
         service = resource.get(sc.SERVICE_NAME)

@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 from ctxledger import semconv as sc
 from ctxledger.verdicts import worst
 from ctxledger_collector.records import record_to_manifest
-from ctxledger_collector.tables import ManifestRow, ReportRow, RunRow
+from ctxledger_collector.tables import MANIFESTS, REPORTS, RUNS, ManifestRow, ReportRow, RunRow
 
 
 @dataclass(frozen=True)
@@ -79,19 +79,19 @@ def report_json(row: ReportRow, dashboard_url: str | None) -> dict[str, Any]:
 
 def _filtered(query: Select[Any], f: ReportFilter) -> Select[Any]:
     if f.trace_id:
-        query = query.where(ReportRow.trace_id == f.trace_id)
+        query = query.where(REPORTS.c.trace_id == f.trace_id)
     if f.verdicts:
-        query = query.where(ReportRow.verdict.in_(f.verdicts))  # type: ignore[attr-defined]
+        query = query.where(REPORTS.c.verdict.in_(f.verdicts))
     if f.agent:
-        query = query.where(ReportRow.agent_name == f.agent)
+        query = query.where(REPORTS.c.agent_name == f.agent)
     if f.tool:
-        query = query.where(ReportRow.tool_name == f.tool)
+        query = query.where(REPORTS.c.tool_name == f.tool)
     if f.tool_call_id:
-        query = query.where(ReportRow.tool_call_id == f.tool_call_id)
+        query = query.where(REPORTS.c.tool_call_id == f.tool_call_id)
     if f.since is not None:
-        query = query.where(ReportRow.last_observed_at >= f.since)
+        query = query.where(REPORTS.c.last_observed_at >= f.since)
     if f.until is not None:
-        query = query.where(ReportRow.last_observed_at < f.until)
+        query = query.where(REPORTS.c.last_observed_at < f.until)
     return query
 
 
@@ -101,13 +101,13 @@ def list_reports(
     total = session.scalar(_filtered(select(func.count()).select_from(ReportRow), f)) or 0
     query = _filtered(select(ReportRow), f)
     if f.trace_id:  # one run: in pipeline order
-        query = query.order_by(ReportRow.step, ReportRow.request_key, ReportRow.tool_call_id)
+        query = query.order_by(REPORTS.c.step, REPORTS.c.request_key, REPORTS.c.tool_call_id)
     else:  # most recent first
         query = query.order_by(
-            ReportRow.last_observed_at.desc(),  # type: ignore[attr-defined]
-            ReportRow.trace_id,
-            ReportRow.tool_call_id,
-            ReportRow.request_key,
+            REPORTS.c.last_observed_at.desc(),
+            REPORTS.c.trace_id,
+            REPORTS.c.tool_call_id,
+            REPORTS.c.request_key,
         )
     rows = session.scalars(query.offset(page.offset).limit(page.limit)).all()
     next_offset = page.offset + len(rows)
@@ -123,9 +123,9 @@ def _verdict_counts(session: Session, trace_ids: list[str]) -> dict[str, dict[st
     if not trace_ids:
         return counts
     rows = session.execute(
-        select(ReportRow.trace_id, ReportRow.verdict, func.count())
-        .where(ReportRow.trace_id.in_(trace_ids))  # type: ignore[attr-defined]
-        .group_by(ReportRow.trace_id, ReportRow.verdict)
+        select(REPORTS.c.trace_id, REPORTS.c.verdict, func.count())
+        .where(REPORTS.c.trace_id.in_(trace_ids))
+        .group_by(REPORTS.c.trace_id, REPORTS.c.verdict)
     )
     for trace_id, verdict, count in rows:
         counts[trace_id][verdict] = count
@@ -157,17 +157,17 @@ def list_runs(
 ) -> dict[str, Any]:
     query = select(RunRow)
     if agent:
-        query = query.where((RunRow.agent_name == agent) | (RunRow.service_name == agent))
+        query = query.where((RUNS.c.agent_name == agent) | (RUNS.c.service_name == agent))
     if verdict:
-        with_verdict = select(ReportRow.trace_id).where(ReportRow.verdict == verdict)
-        query = query.where(RunRow.trace_id.in_(with_verdict))  # type: ignore[attr-defined]
+        with_verdict = select(REPORTS.c.trace_id).where(REPORTS.c.verdict == verdict)
+        query = query.where(RUNS.c.trace_id.in_(with_verdict))
     if since is not None:
-        query = query.where(RunRow.last_seen >= since)
+        query = query.where(RUNS.c.last_seen >= since)
     if until is not None:
-        query = query.where(RunRow.last_seen < until)
+        query = query.where(RUNS.c.last_seen < until)
     total = session.scalar(select(func.count()).select_from(query.subquery())) or 0
     runs = session.scalars(
-        query.order_by(RunRow.last_seen.desc(), RunRow.trace_id)  # type: ignore[attr-defined]
+        query.order_by(RUNS.c.last_seen.desc(), RUNS.c.trace_id)
         .offset(page.offset)
         .limit(page.limit)
     ).all()
@@ -211,10 +211,10 @@ def run_detail(session: Session, trace_id: str, dashboard_url: str | None) -> di
         return None
     reports = session.scalars(
         select(ReportRow)
-        .where(ReportRow.trace_id == trace_id)
-        .order_by(ReportRow.step, ReportRow.tool_call_id)
+        .where(REPORTS.c.trace_id == trace_id)
+        .order_by(REPORTS.c.step, REPORTS.c.tool_call_id)
     ).all()
-    manifests = session.scalars(select(ManifestRow).where(ManifestRow.trace_id == trace_id)).all()
+    manifests = session.scalars(select(ManifestRow).where(MANIFESTS.c.trace_id == trace_id)).all()
     steps: dict[int | None, dict[str, dict[str, Any]]] = defaultdict(dict)
     for manifest in manifests:
         steps[manifest.step][manifest.request_id] = {

@@ -28,7 +28,15 @@ from ctxledger_collector.records import (
     record_to_measurement,
     report_detail,
 )
-from ctxledger_collector.tables import ManifestRow, MeasurementRow, ReportRow, RunRow
+from ctxledger_collector.tables import (
+    MANIFESTS,
+    MEASUREMENTS,
+    REPORTS,
+    ManifestRow,
+    MeasurementRow,
+    ReportRow,
+    RunRow,
+)
 
 _CHUNK = 400  # rows per multi-row INSERT (SQLite allows 32,766 bound parameters)
 
@@ -136,8 +144,8 @@ class Store:
             run["service_name"] = run["service_name"] or service
             run["agent_name"] = run["agent_name"] or agent
 
-        for item in batch.measurements:
-            m = item.measurement
+        for measurement_item in batch.measurements:
+            m = measurement_item.measurement
             row = {
                 "trace_id": m.trace_id,
                 "tool_call_id": m.tool_call_id,
@@ -151,18 +159,18 @@ class Store:
                 "pick_key": _pick_key(m.observed_at, m.span_id),
                 "dropped_attributes": m.dropped_attributes,
                 "record": measurement_to_record(m),
-                "attributes": json_safe(item.attributes),
+                "attributes": json_safe(measurement_item.attributes),
             }
             key = (m.trace_id, m.tool_call_id, m.request_id or "", m.stage)
             if key not in measurement_rows or row["pick_key"] > measurement_rows[key]["pick_key"]:
                 measurement_rows[key] = row
-            note_run(m.trace_id, item.service_name, m.agent_name, m.observed_at)
+            note_run(m.trace_id, measurement_item.service_name, m.agent_name, m.observed_at)
             calls = touched.setdefault(m.trace_id, set())
             if calls is not None:
                 calls.add(m.tool_call_id)
 
-        for item in batch.manifests:
-            man = item.manifest
+        for manifest_item in batch.manifests:
+            man = manifest_item.manifest
             row = {
                 "trace_id": man.trace_id,
                 "request_id": man.request_id,
@@ -174,12 +182,13 @@ class Store:
                 "observed_at": man.observed_at,
                 "pick_key": _pick_key(man.observed_at, man.span_id),
                 "record": manifest_to_record(man),
-                "attributes": json_safe(item.attributes),
+                "attributes": json_safe(manifest_item.attributes),
             }
-            key = (man.trace_id, man.request_id)
-            if key not in manifest_rows or row["pick_key"] > manifest_rows[key]["pick_key"]:
-                manifest_rows[key] = row
-            note_run(man.trace_id, item.service_name, man.agent_name, man.observed_at)
+            request_key = (man.trace_id, man.request_id)
+            kept = manifest_rows.get(request_key)
+            if kept is None or row["pick_key"] > kept["pick_key"]:
+                manifest_rows[request_key] = row
+            note_run(man.trace_id, manifest_item.service_name, man.agent_name, man.observed_at)
             touched[man.trace_id] = None  # a manifest can change any journey of its trace
 
         outcome = IngestOutcome(len(measurement_rows), len(manifest_rows))
@@ -222,13 +231,13 @@ class Store:
         measurements = [
             record_to_measurement(record)
             for record in session.scalars(
-                select(MeasurementRow.record).where(MeasurementRow.trace_id == trace_id)
+                select(MEASUREMENTS.c.record).where(MEASUREMENTS.c.trace_id == trace_id)
             )
         ]
         manifests = [
             record_to_manifest(record)
             for record in session.scalars(
-                select(ManifestRow.record).where(ManifestRow.trace_id == trace_id)
+                select(MANIFESTS.c.record).where(MANIFESTS.c.trace_id == trace_id)
             )
         ]
         reports = judge_trace(
@@ -236,17 +245,17 @@ class Store:
         )
         fresh = {(r.tool_call_id, r.request_id or "") for r in reports}
         judged_calls = {r.tool_call_id for r in reports} | (call_ids or set())
-        stale_query = select(ReportRow.tool_call_id, ReportRow.request_key).where(
-            ReportRow.trace_id == trace_id
+        stale_query = select(REPORTS.c.tool_call_id, REPORTS.c.request_key).where(
+            REPORTS.c.trace_id == trace_id
         )
         if call_ids is not None:
-            stale_query = stale_query.where(ReportRow.tool_call_id.in_(judged_calls))
+            stale_query = stale_query.where(REPORTS.c.tool_call_id.in_(judged_calls))
         stale = [tuple(row) for row in session.execute(stale_query) if tuple(row) not in fresh]
         if stale:
             session.execute(
                 delete(ReportRow).where(
-                    ReportRow.trace_id == trace_id,
-                    tuple_(ReportRow.tool_call_id, ReportRow.request_key).in_(stale),
+                    REPORTS.c.trace_id == trace_id,
+                    tuple_(REPORTS.c.tool_call_id, REPORTS.c.request_key).in_(stale),
                 )
             )
         by_request = {m.request_id: m.observed_at for m in manifests}
@@ -265,9 +274,9 @@ class Store:
             trace_ids = sorted(
                 set(
                     session.scalars(
-                        select(ReportRow.trace_id).where(
-                            ReportRow.settled.is_(False),  # type: ignore[attr-defined]
-                            ReportRow.last_observed_at <= cutoff,
+                        select(REPORTS.c.trace_id).where(
+                            REPORTS.c.settled.is_(False),
+                            REPORTS.c.last_observed_at <= cutoff,
                         )
                     )
                 )

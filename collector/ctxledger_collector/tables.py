@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import JSON, Column, Index
+from sqlalchemy import JSON, Column, Index, Table
 from sqlmodel import Field, SQLModel
 
 
@@ -101,3 +101,15 @@ class ReportRow(SQLModel, table=True):
     last_observed_at: float
     judged_at: float
     detail: dict[str, Any] = Field(sa_column=Column(JSON, nullable=False))
+
+
+def _table(model: type[SQLModel]) -> Table:
+    table: Table = model.__table__  # type: ignore[attr-defined]
+    return table
+
+
+#: Typed Core handles for queries (``RUNS.c.trace_id == ...`` is a typed expression).
+RUNS = _table(RunRow)
+MEASUREMENTS = _table(MeasurementRow)
+MANIFESTS = _table(ManifestRow)
+REPORTS = _table(ReportRow)

@@ -108,7 +108,9 @@ def _gunzip(body: bytes, limit: int) -> bytes:
     try:
         data = decompressor.decompress(body, limit + 1)
     except zlib.error as error:
-        raise RequestRejected(400, f"body is not valid gzip: {error}", _GRPC_INVALID_ARGUMENT)
+        raise RequestRejected(
+            400, f"body is not valid gzip: {error}", _GRPC_INVALID_ARGUMENT
+        ) from error
     if len(data) > limit or decompressor.unconsumed_tail:
         raise RequestRejected(
             413, f"decompressed body is over the limit of {limit} bytes", _GRPC_RESOURCE_EXHAUSTED

@@ -1,0 +1,55 @@
+"""Collector fixtures: every storage and API test runs on SQLite and on PostgreSQL."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from ctxledger_collector.settings import Settings
+from tests.collector.live_collector import LiveCollector
+
+POSTGRES_ADMIN = os.environ.get(
+    "CTXLEDGER_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres"
+)
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """A fresh, empty PostgreSQL database for one test, dropped afterwards."""
+    name = f"ctxledger_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(POSTGRES_ADMIN, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    base = POSTGRES_ADMIN.rsplit("/", 1)[0].replace("postgresql://", "postgresql+psycopg://")
+    try:
+        yield f"{base}/{name}"
+    finally:
+        with psycopg.connect(POSTGRES_ADMIN, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The `dialect` fixture: a SQLite file, then a fresh PostgreSQL database."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'ctxledger.db'}"
+    url: str = request.getfixturevalue("postgres_url")
+    return url
+
+
+@pytest.fixture
+def collector_settings(database_url: str) -> Settings:
+    return Settings(
+        database_url=database_url, auto_migrate=True, incomplete_after_s=120.0,
+        sweep_interval_s=3600.0,
+    )
+
+
+@pytest.fixture
+def collector(collector_settings: Settings) -> Iterator[LiveCollector]:
+    with LiveCollector(collector_settings) as live:
+        yield live
