@@ -5,24 +5,25 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip
 
-.PHONY: demo install install-sdk lint test bench clean
+.PHONY: demo install install-server lint test bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 
-install-sdk: $(BIN)/python
-	$(PIP) install --quiet -c constraints.txt -e .
+install-server: $(BIN)/python
+	$(PIP) install --quiet -c constraints.txt -e '.[server]'
 
 install: $(BIN)/python
-	$(PIP) install --quiet -c constraints.txt -e '.[dev]'
+	$(PIP) install --quiet -c constraints.txt -e '.[dev,server]'
 
-demo: install-sdk
-	$(BIN)/ctxledger demo
+# The collector on embedded SQLite (./ctxledger.db), with the seeds' incidents sent to it.
+demo: install-server
+	$(BIN)/ctxledger serve --demo
 
 lint: install
-	$(BIN)/ruff check sdk tests bench
-	$(BIN)/ruff format --check sdk
+	$(BIN)/ruff check sdk collector migrations tests bench
+	$(BIN)/ruff format --check sdk collector
 	$(BIN)/mypy
 
 test: lint
@@ -30,6 +31,7 @@ test: lint
 
 bench: install
 	$(BIN)/python bench/sdk_overhead.py
+	$(BIN)/python bench/ingest.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build dist
