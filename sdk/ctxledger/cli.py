@@ -9,26 +9,43 @@ from collections.abc import Sequence
 from ctxledger.__about__ import __version__
 
 
-def _demo(args: argparse.Namespace) -> int:
+def run_demo(endpoint: str | None, ledger: str, everything: bool) -> int:
+    """Run the scripted incidents; with an endpoint, print the collector's verdicts."""
     import ctxledger
     from ctxledger import demo
 
     client = ctxledger.configure(
         service_name="ctxledger-demo",
-        endpoint=args.endpoint,
-        export=args.endpoint is not None,
-        ledger=args.ledger,
+        endpoint=endpoint,
+        export=endpoint is not None,
+        ledger=ledger,
     )
-    demo.run_seed_004()
+    if everything:
+        demo.run_all_incidents()
+    else:
+        demo.run_seed_004()
     ctxledger.flush()
-    print(demo.summary(client.ledger), file=sys.stderr)
     stats = client.stats()
-    if args.endpoint:
-        print(
-            f"exported {stats.spans_exported} spans to {args.endpoint} ({stats.dropped} dropped)",
-            file=sys.stderr,
-        )
-    return 0
+    if client.ledger is not None:
+        print(demo.summary(client.ledger), file=sys.stderr)
+    if endpoint is None:
+        return 0
+    from ctxledger.demo_verdicts import print_verdicts
+
+    print(
+        f"exported {stats.spans_exported} spans to {endpoint} ({stats.dropped} dropped)",
+        file=sys.stderr,
+    )
+    try:
+        agreed = print_verdicts(endpoint, sys.stdout)
+    except OSError as error:
+        print(f"ctxledger demo: cannot read verdicts from {endpoint}: {error}", file=sys.stderr)
+        return 1
+    return 0 if agreed else 1
+
+
+def _demo(args: argparse.Namespace) -> int:
+    return run_demo(args.endpoint, args.ledger, everything=args.endpoint is not None or args.all)
 
 
 _SERVER_HINT = "this command needs the collector's dependencies: pip install 'ctxledger[server]'"
@@ -51,7 +68,7 @@ def _serve(args: argparse.Namespace) -> int:
         os.environ["CTXLEDGER_DATABASE_URL"] = args.database_url
     from ctxledger_collector.serve import serve
 
-    return serve(host=args.host, port=args.port, log_level=args.log_level)
+    return serve(host=args.host, port=args.port, log_level=args.log_level, demo=args.demo)
 
 
 def _db_upgrade(args: argparse.Namespace) -> int:
@@ -74,15 +91,21 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     demo = commands.add_parser(
         "demo",
-        help="run a scripted agent that reproduces seed 004's silent 50 -> 20 loss",
-        description="Run a scripted agent (no LLM, no network) and print the data ledger.",
+        help="run scripted agents that reproduce the seeds' incidents (no LLM needed)",
+        description="Run scripted agents (no LLM, no network) and print the data ledger; "
+        "with --endpoint, send every incident to a collector and print its verdicts.",
     )
     demo.add_argument(
         "--endpoint",
         help="also export the spans over OTLP/HTTP to this collector (e.g. http://127.0.0.1:4318)",
     )
     demo.add_argument(
-        "--ledger", default="stderr", help="where the ledger goes: stderr, stdout or a file path"
+        "--ledger", default="stderr", help="where the ledger goes: stderr, stdout, a file or off"
+    )
+    demo.add_argument(
+        "--all",
+        action="store_true",
+        help="run every seed incident (the default with --endpoint; otherwise seed 004 only)",
     )
     demo.set_defaults(handler=_demo)
 
@@ -95,7 +118,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=4318)
     serve.add_argument("--database-url", help="overrides CTXLEDGER_DATABASE_URL")
-    serve.add_argument("--log-level", default="info")
+    serve.add_argument("--log-level", default="warning")
+    serve.add_argument(
+        "--demo",
+        action="store_true",
+        help="once up, send the seeds' incidents to this collector and print its verdicts",
+    )
     serve.set_defaults(handler=_serve)
 
     db = commands.add_parser("db", help="database maintenance")

@@ -1,15 +1,41 @@
-"""A scripted agent that reproduces seed 004: 50 retrieved snippets, a context manager
-that keeps 16,000 characters, and a model that sees 20. No LLM and no network needed."""
+"""Scripted agents that reproduce the seeds' incidents. No LLM and no network needed.
+
+Seed 004 lives here: 50 retrieved snippets, a context manager that keeps 16,000
+characters, and a model that sees 20. The other incidents are in
+:mod:`ctxledger.demo_incidents`; :func:`run_all_incidents` runs them all, each in its
+own trace, and :data:`EXPECTED_VERDICTS` says what the rules must find.
+"""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import ctxledger
+from ctxledger.demo_incidents import (
+    CLEAN_CALL_IDS,
+    DEFAULT_MODEL,
+    DROP_CALL_IDS,
+    LOG_CALL_ID,
+    ORDERS_CALL_ID,
+    ORPHAN_CALL_IDS,
+    TRIM_CALL_IDS,
+    assistant_calls,
+    clean_journeys,
+    dropped_result,
+    orphaned_call,
+    seed_000_first_rows,
+    seed_001_emergency_trim,
+    seed_002_log_clip,
+    send,
+    tool_call,
+    tool_message,
+)
 from ctxledger.ledger import Ledger
 
 MAX_CONTEXT_CHARS = 16_000
+SEARCH_CALL_ID, LOOKUP_CALL_ID = "call_search_1", "call_order_1"
 SYSTEM_PROMPT = (
     "你是企业知识库问答助手。请只依据检索工具返回的知识片段回答用户问题，"
     "引用片段编号，不要编造。" * 60
@@ -72,27 +98,7 @@ def trim_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return kept
 
 
-def _assistant_call(call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "role": "assistant",
-        "content": None,
-        "tool_calls": [
-            {
-                "id": call_id,
-                "type": "function",
-                "function": {"name": name, "arguments": json.dumps(arguments, ensure_ascii=False)},
-            }
-        ],
-    }
-
-
-def _send(messages: list[dict[str, Any]], model: str) -> None:
-    ctxledger.measure_messages(messages, model=model)
-    body = json.dumps({"model": model, "messages": messages}, ensure_ascii=False)
-    ctxledger.measure_request(body.encode("utf-8"), model=model)
-
-
-def run_seed_004(model: str = "gpt-4o") -> None:
+def run_seed_004(model: str = DEFAULT_MODEL) -> None:
     """Two steps of a knowledge-QA agent: the silent 50 -> 20 loss, then a clean lookup."""
     with ctxledger.run("kb-agent"):
         messages: list[dict[str, Any]] = [
@@ -100,17 +106,64 @@ def run_seed_004(model: str = "gpt-4o") -> None:
             *HISTORY,
             {"role": "user", "content": QUESTION},
         ]
-        _send(messages, model)  # step 1: the model answers with a tool call
-        messages.append(_assistant_call("call_search_1", "search_knowledge", {"query": QUESTION}))
-        with ctxledger.tool_call("call_search_1"):
+        send(messages, model)  # step 1: the model answers with a tool call
+        search = tool_call(SEARCH_CALL_ID, "search_knowledge", {"query": QUESTION})
+        messages.append(assistant_calls(search))
+        with ctxledger.tool_call(SEARCH_CALL_ID):
             result = search_knowledge(QUESTION)
-        messages.append({"role": "tool", "tool_call_id": "call_search_1", "content": result})
-        _send(trim_messages(messages), model)  # step 2: 50 snippets in, 20 out
+        messages.append(tool_message(SEARCH_CALL_ID, result))
+        send(trim_messages(messages), model)  # step 2: 50 snippets in, 20 out
 
-        messages.append(_assistant_call("call_order_1", "lookup_order", {"order_id": "A-1001"}))
-        result = lookup_order("A-1001", tool_call_id="call_order_1")
-        messages.append({"role": "tool", "tool_call_id": "call_order_1", "content": result})
-        _send(trim_messages(messages), model)  # step 3: the small result arrives intact
+        lookup = tool_call(LOOKUP_CALL_ID, "lookup_order", {"order_id": "A-1001"})
+        messages.append(assistant_calls(lookup))
+        result = lookup_order("A-1001", tool_call_id=LOOKUP_CALL_ID)
+        messages.append(tool_message(LOOKUP_CALL_ID, result))
+        send(trim_messages(messages), model)  # step 3: the small result arrives intact
+
+
+#: Incident name -> (the tool call id that carries the incident, the verdict the rules
+#: must give it). A call travels in several requests, one journey each; the verdict is
+#: the worst of its journeys. Every other journey of an incident is ``intact``. Call ids
+#: are unique across incidents: look each one up in ``/api/v1/reports`` by its id.
+EXPECTED_VERDICTS: dict[str, tuple[str, str]] = {
+    "seed_004_silent_loss": (SEARCH_CALL_ID, "silent"),
+    "seed_002_log_clip": (LOG_CALL_ID, "declared"),
+    "seed_000_first_rows": (ORDERS_CALL_ID, "unmarked"),
+    "seed_001_emergency_trim": (TRIM_CALL_IDS[0], "declared"),
+    "orphaned_call": (ORPHAN_CALL_IDS[0], "orphaned"),
+    "dropped_result": (DROP_CALL_IDS[0], "dropped"),
+    "clean_journeys": (CLEAN_CALL_IDS[0], "intact"),
+}
+
+#: Incident name -> every tool call id the incident issues (its run's journeys).
+INCIDENT_CALL_IDS: dict[str, tuple[str, ...]] = {
+    "seed_004_silent_loss": (SEARCH_CALL_ID, LOOKUP_CALL_ID),
+    "seed_002_log_clip": (LOG_CALL_ID,),
+    "seed_000_first_rows": (ORDERS_CALL_ID,),
+    "seed_001_emergency_trim": TRIM_CALL_IDS,
+    "orphaned_call": ORPHAN_CALL_IDS,
+    "dropped_result": DROP_CALL_IDS,
+    "clean_journeys": CLEAN_CALL_IDS,
+}
+
+#: Incident name -> the function that runs it as one agent run (one trace).
+INCIDENTS: dict[str, Callable[[str], None]] = {
+    "seed_004_silent_loss": run_seed_004,
+    "seed_002_log_clip": seed_002_log_clip,
+    "seed_000_first_rows": seed_000_first_rows,
+    "seed_001_emergency_trim": seed_001_emergency_trim,
+    "orphaned_call": orphaned_call,
+    "dropped_result": dropped_result,
+    "clean_journeys": clean_journeys,
+}
+
+
+def run_all_incidents(model: str = DEFAULT_MODEL) -> dict[str, str]:
+    """Run every incident, each in its own trace; return incident name -> the verdict
+    the rules must give its tool call (see :data:`EXPECTED_VERDICTS`)."""
+    for incident in INCIDENTS.values():
+        incident(model)
+    return {name: verdict for name, (_, verdict) in EXPECTED_VERDICTS.items()}
 
 
 def summary(ledger: Ledger | None) -> str:
