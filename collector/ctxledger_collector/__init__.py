@@ -1,4 +1,3 @@
-"""The ctxledger collector: OTLP ingest, storage, verdicts, query API (issue 3).
-
-Not built yet; this package exists so the wheel layout is final from the start.
-"""
+"""The ctxledger collector: OTLP/HTTP ingest, storage (SQLite or PostgreSQL), verdicts,
+query API and Prometheus metrics. Start it with ``ctxledger serve``; build the app with
+:func:`ctxledger_collector.app.create_app`."""
