@@ -8,6 +8,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from sqlalchemy import Engine, func, select
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from ctxledger_collector.tables import REPORTS
@@ -20,6 +21,20 @@ class JourneyCollector(Collector):
         self.engine = engine
 
     def collect(self) -> Iterator[Metric]:
+        up = GaugeMetricFamily(
+            "ctxledger_database_up", "1 when the database answered the last scrape, else 0"
+        )
+        try:
+            family = self._journeys()
+        except SQLAlchemyError:
+            up.add_metric([], 0)
+            yield up
+            return
+        up.add_metric([], 1)
+        yield up
+        yield family
+
+    def _journeys(self) -> GaugeMetricFamily:
         family = GaugeMetricFamily(
             "ctxledger_journeys",
             "Journeys (tool result x request) by their current verdict",
@@ -33,7 +48,7 @@ class JourneyCollector(Collector):
             )
             for verdict, agent, tool, count in rows:
                 family.add_metric([verdict, agent or "", tool or ""], count)
-        yield family
+        return family
 
 
 class CollectorMetrics:

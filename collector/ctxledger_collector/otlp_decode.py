@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -120,8 +121,12 @@ def _proto_spans(body: bytes) -> Iterator[RawSpan]:
                     end_time_unix_nano=span.end_time_unix_nano,
                     attributes={a.key: _proto_value(a.value) for a in span.attributes},
                     dropped_attributes_count=span.dropped_attributes_count,
-                    service_name=service if isinstance(service, str) else None,
+                    service_name=_service(service),
                 )
+
+
+def _service(value: Any) -> str | None:
+    return value[:_MAX_SERVICE_NAME] if isinstance(value, str) else None
 
 
 # --- OTLP JSON ---------------------------------------------------------------------
@@ -195,7 +200,7 @@ def _json_spans(body: bytes, rejected: list[Rejection]) -> Iterator[RawSpan]:
                         end_time_unix_nano=_json_int(span.get("endTimeUnixNano", 0)),
                         attributes=_json_attributes(span.get("attributes", [])),
                         dropped_attributes_count=_json_int(span.get("droppedAttributesCount", 0)),
-                        service_name=service if isinstance(service, str) else None,
+                        service_name=_service(service),
                     )
                 except (AttributeError, KeyError, TypeError, ValueError, binascii.Error) as error:
                     span_id = str(span.get("spanId", "")) if isinstance(span, dict) else ""
@@ -217,11 +222,19 @@ _MAX_LENGTHS = {
 }
 
 
-def _too_long(attrs: Mapping[str, Any]) -> str | None:
+_MAX_SERVICE_NAME = 256
+
+
+def _unstorable(span: RawSpan) -> str | None:
+    """Why the database could not store this span's keys, if it could not."""
+    if len(span.span_id) != 16:
+        return f"span id must be 8 bytes, got {len(span.span_id) // 2}"
     for name, limit in _MAX_LENGTHS.items():
-        value = attrs.get(name)
+        value = span.attributes.get(name)
         if isinstance(value, str) and len(value) > limit:
             return f"{name} is longer than {limit} characters"
+        if isinstance(value, str) and "\x00" in value:
+            return f"{name} contains a NUL character"
     return None
 
 
@@ -234,7 +247,7 @@ def _classify(span: RawSpan, batch: DecodedBatch) -> None:
         batch.rejected.append(Rejection(span.trace_id, span.span_id, "invalid trace id"))
         return
     observed_at = span.end_time_unix_nano / 1e9
-    problem = _too_long(attrs)
+    problem = _unstorable(span)
     if problem is not None:
         batch.rejected.append(Rejection(span.trace_id, span.span_id, problem))
         return
@@ -277,9 +290,21 @@ def decode_export_request(body: bytes, content_type: str) -> DecodedBatch:
     return batch
 
 
+def _storable(value: Any) -> Any:
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode()
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)  # JSON has no NaN or Infinity
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd")
+    if isinstance(value, list):
+        return [_storable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _storable(v) for k, v in value.items()}
+    return value
+
+
 def json_safe(attributes: Mapping[str, Any]) -> dict[str, Any]:
-    """Attributes as JSON-storable values (bytes become base64 text)."""
-    return {
-        key: base64.b64encode(value).decode() if isinstance(value, bytes) else value
-        for key, value in attributes.items()
-    }
+    """Attributes as JSON-storable values, at any depth: bytes become base64 text,
+    NaN and infinities their names, NUL characters U+FFFD."""
+    return {key: _storable(value) for key, value in attributes.items()}

@@ -83,7 +83,10 @@ def _filtered(query: Select[Any], f: ReportFilter) -> Select[Any]:
     if f.verdicts:
         query = query.where(REPORTS.c.verdict.in_(f.verdicts))
     if f.agent:
-        query = query.where(REPORTS.c.agent_name == f.agent)
+        # The contract names the agent by gen_ai.agent.name, else service.name: match
+        # either, as /api/v1/runs does.
+        of_service = select(RUNS.c.trace_id).where(RUNS.c.service_name == f.agent)
+        query = query.where((REPORTS.c.agent_name == f.agent) | REPORTS.c.trace_id.in_(of_service))
     if f.tool:
         query = query.where(REPORTS.c.tool_name == f.tool)
     if f.tool_call_id:

@@ -18,23 +18,28 @@ def _tuples(document: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
     }
 
 
+_MEASUREMENT_FIELDS = tuple(f.name for f in dataclasses.fields(Measurement))
+_MANIFEST_FIELDS = tuple(f.name for f in dataclasses.fields(Manifest))
+
+
 def measurement_to_record(measurement: Measurement) -> dict[str, Any]:
-    return dataclasses.asdict(measurement)
+    # Shallow on purpose: dataclasses.asdict deep-copies every id tuple (slow on ingest).
+    return {name: getattr(measurement, name) for name in _MEASUREMENT_FIELDS}
 
 
 def record_to_measurement(record: dict[str, Any]) -> Measurement:
-    known = {f.name for f in dataclasses.fields(Measurement)}
+    known = set(_MEASUREMENT_FIELDS)
     return Measurement(
         **_tuples({k: v for k, v in record.items() if k in known}, _MEASUREMENT_TUPLES)
     )
 
 
 def manifest_to_record(manifest: Manifest) -> dict[str, Any]:
-    return dataclasses.asdict(manifest)
+    return {name: getattr(manifest, name) for name in _MANIFEST_FIELDS}
 
 
 def record_to_manifest(record: dict[str, Any]) -> Manifest:
-    known = {f.name for f in dataclasses.fields(Manifest)}
+    known = set(_MANIFEST_FIELDS)
     return Manifest(**_tuples({k: v for k, v in record.items() if k in known}, _MANIFEST_TUPLES))
 
 

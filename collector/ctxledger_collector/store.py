@@ -17,10 +17,16 @@ from typing import Any
 
 from sqlalchemy import Engine, Table, delete, func, select, text, tuple_
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import InterfaceError, OperationalError, StatementError
 from sqlalchemy.orm import Session
 
 from ctxledger.verdicts import Report, Tolerances, judge_trace
-from ctxledger_collector.otlp_decode import DecodedBatch, json_safe
+from ctxledger_collector.otlp_decode import (
+    DecodedBatch,
+    Rejection,
+    StoredMeasurement,
+    json_safe,
+)
 from ctxledger_collector.records import (
     manifest_to_record,
     measurement_to_record,
@@ -37,8 +43,6 @@ from ctxledger_collector.tables import (
     ReportRow,
     RunRow,
 )
-
-_CHUNK = 400  # rows per multi-row INSERT (SQLite allows 32,766 bound parameters)
 
 
 @dataclass
@@ -85,19 +89,20 @@ class Store:
             return
         table = _table(model)
         insert = postgresql.insert if self.dialect == "postgresql" else sqlite.insert
-        for start in range(0, len(rows), _CHUNK):
-            stmt = insert(table).values(list(rows[start : start + _CHUNK]))
-            updates = {
-                c.name: stmt.excluded[c.name]
-                for c in table.columns
-                if c.name not in keys and not c.primary_key
-            }
-            stmt = stmt.on_conflict_do_update(
-                index_elements=list(keys),
-                set_=updates,
-                where=(stmt.excluded.pick_key > table.c.pick_key) if newer_wins else None,
-            )
-            session.execute(stmt)
+        stmt = insert(table)
+        updates = {
+            c.name: stmt.excluded[c.name]
+            for c in table.columns
+            if c.name not in keys and not c.primary_key
+        }
+        stmt = stmt.on_conflict_do_update(
+            index_elements=list(keys),
+            set_=updates,
+            where=(stmt.excluded.pick_key > table.c.pick_key) if newer_wins else None,
+        )
+        # One compiled statement, many parameter sets: SQLAlchemy batches them
+        # ("insertmanyvalues") instead of compiling new SQL for every chunk.
+        session.execute(stmt, list(rows))
 
     def _upsert_runs(self, session: Session, runs: dict[str, dict[str, Any]]) -> None:
         if not runs:
@@ -214,6 +219,31 @@ class Store:
             for trace_id in sorted(touched):
                 outcome.reports.extend(self._rejudge(session, trace_id, touched[trace_id], now))
         return outcome
+
+    def ingest_each(self, batch: DecodedBatch, now: float | None = None) -> list[Rejection]:
+        """Store a batch span by span, each in its own transaction; the spans the
+        database refuses are returned as rejections (outages still raise)."""
+        rejected: list[Rejection] = []
+        singles = [DecodedBatch(measurements=[m]) for m in batch.measurements] + [
+            DecodedBatch(manifests=[m]) for m in batch.manifests
+        ]
+        for single in singles:
+            try:
+                self.ingest(single, now)
+            except StatementError as error:
+                if isinstance(error, (OperationalError, InterfaceError)):
+                    raise
+                record = (single.measurements or single.manifests)[0]
+                span = (
+                    record.measurement
+                    if isinstance(record, StoredMeasurement)
+                    else (record.manifest)
+                )
+                reason = str(getattr(error, "orig", None) or error).splitlines()[0]
+                rejected.append(
+                    Rejection(span.trace_id, span.span_id or "", f"could not be stored: {reason}")
+                )
+        return rejected
 
     def _lock_traces(self, session: Session, trace_ids: Iterable[str]) -> None:
         if self.dialect != "postgresql":

@@ -12,6 +12,9 @@ from typing import Any
 from ctxledger import semconv as sc
 from ctxledger.verdicts.model import Manifest, Measurement
 
+#: Sizes, counts and steps are 32-bit signed integers on the wire's storage side.
+_MAX_INT = 2**31 - 1
+
 
 class InvalidSpan(ValueError):
     """A span that claims to be a measurement or manifest but breaks the contract."""
@@ -39,6 +42,8 @@ def _int(attrs: Mapping[str, Any], name: str, *, required: bool = False) -> int 
         raise InvalidSpan(f"{name} must be an int, got {type(value).__name__} {value!r}")
     if value < 0:
         raise InvalidSpan(f"{name} must not be negative, got {value}")
+    if value > _MAX_INT:
+        raise InvalidSpan(f"{name} is too large ({value} > {_MAX_INT:,})")
     return value
 
 

@@ -20,7 +20,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTracePartialSuccess,
     ExportTraceServiceResponse,
 )
-from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, StatementError
 from starlette.concurrency import run_in_threadpool
 
 from ctxledger_collector.otlp_decode import (
@@ -104,20 +104,36 @@ async def _read_body(request: Request, state: AppState) -> bytes:
 
 
 def _gunzip(body: bytes, limit: int) -> bytes:
-    decompressor = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    try:
-        data = decompressor.decompress(body, limit + 1)
-    except zlib.error as error:
-        raise RequestRejected(
-            400, f"body is not valid gzip: {error}", _GRPC_INVALID_ARGUMENT
-        ) from error
-    if len(data) > limit or decompressor.unconsumed_tail:
-        raise RequestRejected(
-            413, f"decompressed body is over the limit of {limit} bytes", _GRPC_RESOURCE_EXHAUSTED
-        )
-    if not decompressor.eof:
-        raise RequestRejected(400, "gzip body is truncated", _GRPC_INVALID_ARGUMENT)
-    return data
+    """Decompress every gzip member (RFC 1952 allows several), within ``limit``."""
+    parts: list[bytes] = []
+    size = 0
+    rest = body
+    while rest:
+        decompressor = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        try:
+            data = decompressor.decompress(rest, limit - size + 1)
+        except zlib.error as error:
+            raise RequestRejected(
+                400, f"body is not valid gzip: {error}", _GRPC_INVALID_ARGUMENT
+            ) from error
+        size += len(data)
+        if size > limit or decompressor.unconsumed_tail:
+            raise RequestRejected(
+                413,
+                f"decompressed body is over the limit of {limit} bytes",
+                _GRPC_RESOURCE_EXHAUSTED,
+            )
+        if not decompressor.eof:
+            raise RequestRejected(400, "gzip body is truncated", _GRPC_INVALID_ARGUMENT)
+        parts.append(data)
+        rest = decompressor.unused_data
+    return b"".join(parts)
+
+
+def _is_outage(error: StatementError) -> bool:
+    if isinstance(error, (OperationalError, InterfaceError)):
+        return True
+    return isinstance(error, DBAPIError) and bool(error.connection_invalidated)
 
 
 def _success(media: str, batch: DecodedBatch) -> Response:
@@ -180,10 +196,17 @@ async def _handle(request: Request, state: AppState, media: str) -> Response:
         return _error(media, rejected.status, rejected.message, rejected.grpc_code)
 
     try:
-        await run_in_threadpool(state.store.ingest, batch)
-    except DBAPIError as error:
-        outage = isinstance(error, (OperationalError, InterfaceError))
-        if not (outage or error.connection_invalidated):
+        try:
+            await run_in_threadpool(state.store.ingest, batch)
+        except StatementError as error:
+            if _is_outage(error):
+                raise
+            # The database refused something in this batch: store span by span so
+            # only the spans it cannot hold are rejected, with its reason.
+            logger.warning("ctxledger collector: batch refused (%s); isolating", error)
+            batch.rejected.extend(await run_in_threadpool(state.store.ingest_each, batch))
+    except StatementError as error:
+        if not _is_outage(error):
             raise
         logger.warning("ctxledger collector: storage unavailable: %s", error)
         return _error(

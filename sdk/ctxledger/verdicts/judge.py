@@ -32,6 +32,8 @@ def worst(verdicts: Iterable[str]) -> str:
 
 def _pick(duplicates: list[Measurement]) -> Measurement:
     # Deterministic whatever the arrival order: the same choice from the same set.
+    if len(duplicates) == 1:
+        return duplicates[0]
     return max(duplicates, key=lambda m: (m.observed_at, m.span_id or "", repr(m)))
 
 

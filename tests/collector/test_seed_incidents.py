@@ -1,0 +1,143 @@
+"""The demo's scripted incidents, sent by the SDK to a live collector (SQLite and
+PostgreSQL), get the verdicts the demo promises (``demo.EXPECTED_VERDICTS``)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+import ctxledger
+from ctxledger import demo
+from ctxledger.verdicts import worst
+from tests.collector.live_collector import LiveCollector
+
+#: What the seeds say each incident is; the demo's table must keep saying the same.
+PINNED = {
+    "seed_004_silent_loss": "silent",
+    "seed_002_log_clip": "declared",
+    "seed_000_first_rows": "unmarked",
+    "seed_001_emergency_trim": "declared",
+    "orphaned_call": "orphaned",
+    "dropped_result": "dropped",
+    "clean_journeys": "intact",
+}
+
+
+@pytest.fixture(autouse=True)
+def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for key in list(os.environ):
+        if key.startswith(("CTXLEDGER_", "OTEL_")):
+            monkeypatch.delenv(key)
+
+
+@pytest.fixture
+def incidents_sent(collector: LiveCollector) -> Iterator[httpx.Client]:
+    """Every incident measured by the SDK and exported to the collector over OTLP/HTTP."""
+    client = ctxledger.configure(
+        service_name="ctxledger-demo", endpoint=collector.url, ledger="off"
+    )
+    try:
+        promised = demo.run_all_incidents()
+        assert ctxledger.flush(), "the SDK could not export the incidents"
+        stats = client.stats()
+        assert stats.dropped == 0 and stats.spans_exported > 0, stats
+        assert promised == {name: verdict for name, (_, verdict) in demo.EXPECTED_VERDICTS.items()}
+        with collector.client() as http:
+            yield http
+    finally:
+        client.shutdown()
+        ctxledger.configure(service_name="idle", export=False, ledger="off")
+
+
+def _reports(http: httpx.Client, **params: Any) -> list[dict[str, Any]]:
+    response = http.get("/api/v1/reports", params={**params, "limit": 1000})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["next_offset"] is None
+    found: list[dict[str, Any]] = body["reports"]
+    return found
+
+
+def test_expected_verdicts_cover_the_seeds() -> None:
+    assert {name: verdict for name, (_, verdict) in demo.EXPECTED_VERDICTS.items()} == PINNED
+    call_ids = [call_id for call_id, _ in demo.EXPECTED_VERDICTS.values()]
+    assert len(set(call_ids)) == len(call_ids)
+
+
+def test_each_incident_gets_its_verdict(incidents_sent: httpx.Client) -> None:
+    http = incidents_sent
+    traces: dict[str, str] = {}
+    for incident, (call_id, expected) in demo.EXPECTED_VERDICTS.items():
+        journeys = _reports(http, tool_call_id=call_id)
+        assert journeys, f"{incident}: no report for {call_id}"
+        assert {r["tool_call_id"] for r in journeys} == {call_id}
+        (trace_id,) = {r["trace_id"] for r in journeys}  # one incident, one trace
+        traces[incident] = trace_id
+        verdicts = [r["verdict"] for r in journeys]
+        assert worst(verdicts) == expected, (incident, verdicts)
+        assert all(r["settled"] for r in journeys), incident
+        # Every other journey of the incident's run is intact.
+        others = [r for r in _reports(http, trace_id=trace_id) if r["tool_call_id"] != call_id]
+        assert {
+            (r["tool_call_id"], r["verdict"]) for r in others if r["verdict"] != "intact"
+        } == set()
+    assert len(set(traces.values())) == len(demo.EXPECTED_VERDICTS)
+
+    runs = http.get("/api/v1/runs", params={"limit": 100}).json()
+    assert runs["total"] == len(demo.EXPECTED_VERDICTS)
+    worst_of_run = {r["trace_id"]: r["worst_verdict"] for r in runs["runs"]}
+    assert {name: worst_of_run[trace] for name, trace in traces.items()} == PINNED
+
+
+def test_seed_004_loses_30_snippets_silently(incidents_sent: httpx.Client) -> None:
+    call_id, _ = demo.EXPECTED_VERDICTS["seed_004_silent_loss"]
+    lost = [f"kb-{i:03d}" for i in range(20, 50)]
+    silent = [r for r in _reports(incidents_sent, tool_call_id=call_id) if r["verdict"] == "silent"]
+    assert silent, "seed 004's search result is not reported silent"
+    for report in silent:
+        assert report["tool_name"] == "search_knowledge"
+        assert report["agent_name"] == "kb-agent"
+        assert report["lost_items"] == 30
+        assert sorted(report["lost_item_ids"]) == lost
+        stages = {s["stage"]: s for s in report["stages"]}
+        assert [s["stage"] for s in report["stages"]] == [
+            "original",
+            "serialized",
+            "assembled",
+            "sent",
+        ]
+        assert (stages["serialized"]["items"], stages["sent"]["items"]) == (50, 20)
+        assert not stages["sent"]["declared"] and not stages["sent"]["marker"]
+
+
+def test_declared_unmarked_dropped_and_orphaned_details(incidents_sent: httpx.Client) -> None:
+    http = incidents_sent
+
+    def journeys(incident: str) -> list[dict[str, Any]]:
+        call_id, verdict = demo.EXPECTED_VERDICTS[incident]
+        return [r for r in _reports(http, tool_call_id=call_id) if r["verdict"] == verdict]
+
+    (log,) = journeys("seed_002_log_clip")
+    assert log["lost_items"] > 0 and log["stages"][-1]["marker"]  # the model sees a marker
+    (orders,) = journeys("seed_000_first_rows")
+    assert orders["lost_items"] > 0 and orders["lost_item_ids"]
+    assert any(s["declared"] for s in orders["stages"])  # declared in telemetry...
+    assert not any(s["marker"] for s in orders["stages"])  # ...but invisible to the model
+    (trim,) = journeys("seed_001_emergency_trim")
+    assert "emergency_trim" in trim["stages"][-1]["markers_found"]
+    (dropped,) = journeys("dropped_result")
+    assert any("missing from request" in note for note in dropped["notes"])
+    (orphan,) = journeys("orphaned_call")
+    assert any("without its result" in note for note in orphan["notes"])
+    run = http.get(orphan["links"]["run"]).json()
+    manifests = [
+        request["manifest"]
+        for step in run["steps"]
+        for request in step["requests"]
+        if request["request_id"] == orphan["request_id"]
+    ]
+    assert [m["calls_without_result"] for m in manifests] == [[orphan["tool_call_id"]]]
