@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 from collections.abc import Iterator
@@ -18,10 +19,10 @@ POSTGRES_ADMIN = os.environ.get(
 )
 
 
-@pytest.fixture
-def postgres_url() -> Iterator[str]:
-    """A fresh, empty PostgreSQL database for one test, dropped afterwards."""
-    name = f"ctxledger_test_{uuid.uuid4().hex[:12]}"
+@contextlib.contextmanager
+def fresh_postgres_database(prefix: str = "ctxledger_test") -> Iterator[str]:
+    """A fresh, empty PostgreSQL database (its SQLAlchemy URL), dropped afterwards."""
+    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(POSTGRES_ADMIN, autocommit=True) as admin:
         admin.execute(f'CREATE DATABASE "{name}"')
     base = POSTGRES_ADMIN.rsplit("/", 1)[0].replace("postgresql://", "postgresql+psycopg://")
@@ -30,6 +31,13 @@ def postgres_url() -> Iterator[str]:
     finally:
         with psycopg.connect(POSTGRES_ADMIN, autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """A fresh, empty PostgreSQL database for one test, dropped afterwards."""
+    with fresh_postgres_database() as url:
+        yield url
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -14,7 +14,6 @@ runs and its real OTLP exporter posts them to the collector. Three runs are seed
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,13 +42,6 @@ LOG_HEAD = 20
 
 Configure = Callable[..., ctxledger.Client]
 
-
-@pytest.fixture(autouse=True)
-def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No CTXLEDGER_* or OTEL_* setting of the shell leaks into the SDK or the collector."""
-    for key in list(os.environ):
-        if key.startswith(("CTXLEDGER_", "OTEL_")):
-            monkeypatch.delenv(key)
 
 
 @pytest.fixture

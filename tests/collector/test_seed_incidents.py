@@ -3,7 +3,6 @@ PostgreSQL), get the verdicts the demo promises (``demo.EXPECTED_VERDICTS``)."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -26,12 +25,6 @@ PINNED = {
     "clean_journeys": "intact",
 }
 
-
-@pytest.fixture(autouse=True)
-def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for key in list(os.environ):
-        if key.startswith(("CTXLEDGER_", "OTEL_")):
-            monkeypatch.delenv(key)
 
 
 @pytest.fixture

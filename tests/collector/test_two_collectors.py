@@ -18,14 +18,12 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import httpx
-import psycopg
 import pytest
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
@@ -37,6 +35,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 import ctxledger
 from ctxledger import semconv as sc
 from ctxledger_collector.settings import Settings
+from tests.collector.conftest import fresh_postgres_database
 from tests.collector.live_collector import LiveCollector, free_port
 from tests.collector.test_queries import (
     CONTEXT_WINDOW,
@@ -52,31 +51,15 @@ from tests.collector.test_queries import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-POSTGRES_ADMIN = os.environ.get(
-    "CTXLEDGER_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres"
-)
 PROTOBUF = "application/x-protobuf"
 
-
-@pytest.fixture(autouse=True)
-def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for key in list(os.environ):
-        if key.startswith(("CTXLEDGER_", "OTEL_")):
-            monkeypatch.delenv(key)
 
 
 @pytest.fixture
 def reference_postgres_url() -> Iterator[str]:
     """A second fresh PostgreSQL database, for the single reference collector."""
-    name = f"ctxledger_test_ref_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(POSTGRES_ADMIN, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    base = POSTGRES_ADMIN.rsplit("/", 1)[0].replace("postgresql://", "postgresql+psycopg://")
-    try:
-        yield f"{base}/{name}"
-    finally:
-        with psycopg.connect(POSTGRES_ADMIN, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with fresh_postgres_database("ctxledger_test_ref") as url:
+        yield url
 
 
 # --- the spans ------------------------------------------------------------------------

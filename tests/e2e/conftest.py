@@ -3,7 +3,6 @@ and the ctxledger SDK configured per test to export to that receiver."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -13,14 +12,6 @@ import ctxledger
 
 from .otlp_receiver import OTLPReceiver
 from .stand_in_llm import ChatCompletionsServer
-
-
-@pytest.fixture(autouse=True)
-def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No CTXLEDGER_* or OTEL_* setting of the developer's shell leaks into a test."""
-    for key in list(os.environ):
-        if key.startswith(("CTXLEDGER_", "OTEL_")):
-            monkeypatch.delenv(key)
 
 
 @pytest.fixture
