@@ -14,7 +14,7 @@ from ctxledger.__about__ import __version__
 from ctxledger_collector.database import make_engine
 from ctxledger_collector.metrics import CollectorMetrics
 from ctxledger_collector.migrate import is_up_to_date, upgrade
-from ctxledger_collector.routes import health, ingest, queries
+from ctxledger_collector.routes import health, ingest, queries, stats
 from ctxledger_collector.settings import Settings
 from ctxledger_collector.state import AppState
 from ctxledger_collector.store import Store
@@ -79,5 +79,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.ctxledger = state
     app.include_router(ingest.router)
     app.include_router(queries.router)
+    app.include_router(stats.router)
     app.include_router(health.router)
     return app

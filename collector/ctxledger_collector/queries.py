@@ -77,7 +77,7 @@ def report_json(row: ReportRow, dashboard_url: str | None) -> dict[str, Any]:
     }
 
 
-def _filtered(query: Select[Any], f: ReportFilter) -> Select[Any]:
+def filtered(query: Select[Any], f: ReportFilter) -> Select[Any]:
     if f.trace_id:
         query = query.where(REPORTS.c.trace_id == f.trace_id)
     if f.verdicts:
@@ -101,8 +101,8 @@ def _filtered(query: Select[Any], f: ReportFilter) -> Select[Any]:
 def list_reports(
     session: Session, f: ReportFilter, page: Page, dashboard_url: str | None
 ) -> dict[str, Any]:
-    total = session.scalar(_filtered(select(func.count()).select_from(ReportRow), f)) or 0
-    query = _filtered(select(ReportRow), f)
+    total = session.scalar(filtered(select(func.count()).select_from(ReportRow), f)) or 0
+    query = filtered(select(ReportRow), f)
     if f.trace_id:  # one run: in pipeline order
         query = query.order_by(REPORTS.c.step, REPORTS.c.request_key, REPORTS.c.tool_call_id)
     else:  # most recent first

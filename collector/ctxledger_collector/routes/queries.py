@@ -19,7 +19,7 @@ Limit = Annotated[int, Query(ge=1, le=1000, description="page size")]
 Offset = Annotated[int, Query(ge=0, description="rows to skip (use next_offset)")]
 
 
-def _verdicts(values: list[str] | None) -> tuple[str, ...]:
+def verdict_filter(values: list[str] | None) -> tuple[str, ...]:
     unknown = sorted(set(values or ()) - set(VERDICTS))
     if unknown:
         raise HTTPException(422, f"unknown verdict(s) {unknown}; known: {list(VERDICTS)}")
@@ -40,7 +40,7 @@ async def get_reports(
     offset: Offset = 0,
 ) -> dict[str, Any]:
     report_filter = queries.ReportFilter(
-        trace_id, _verdicts(verdict), agent, tool, tool_call_id, since, until
+        trace_id, verdict_filter(verdict), agent, tool, tool_call_id, since, until
     )
 
     def read() -> dict[str, Any]:
@@ -63,7 +63,7 @@ async def get_runs(
     offset: Offset = 0,
 ) -> dict[str, Any]:
     if verdict is not None:
-        _verdicts([verdict])
+        verdict_filter([verdict])
 
     def read() -> dict[str, Any]:
         with Session(state.engine) as session:
