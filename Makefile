@@ -17,13 +17,13 @@ install-server: $(BIN)/python
 install: $(BIN)/python
 	$(PIP) install --quiet -c constraints.txt -e '.[dev,server]'
 
-# The collector on embedded SQLite (./ctxledger.db), with the seeds' incidents sent to it.
+# The whole stack on embedded SQLite (./ctxledger.db): collector, dashboard, demo incidents.
 demo: install-server
-	$(BIN)/ctxledger serve --demo
+	$(BIN)/ctxledger up
 
 lint: install
-	$(BIN)/ruff check sdk collector migrations tests bench
-	$(BIN)/ruff format --check sdk collector
+	$(BIN)/ruff check sdk collector dashboard migrations tests bench
+	$(BIN)/ruff format --check sdk collector dashboard
 	$(BIN)/mypy
 
 test: lint

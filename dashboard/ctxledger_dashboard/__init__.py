@@ -1,4 +1,4 @@
-"""The ctxledger dashboard: browse drops per agent step (issue 4).
+"""The ctxledger dashboard: browse the drops of every agent step during an incident.
 
-Not built yet; this package exists so the wheel layout is final from the start.
-"""
+It reads only the collector's HTTP API. Start it with ``ctxledger dashboard --api URL``
+(or the whole stack with ``ctxledger up``)."""

@@ -66,6 +66,7 @@ def _server_modules() -> None:
     try:
         import fastapi  # noqa: F401
         import sqlmodel  # noqa: F401
+        import streamlit  # noqa: F401
         import uvicorn  # noqa: F401
     except ImportError as error:
         raise SystemExit(f"ctxledger: {_SERVER_HINT} ({error.name} is missing)") from error
@@ -80,6 +81,20 @@ def _serve(args: argparse.Namespace) -> int:
     from ctxledger_collector.serve import serve
 
     return serve(host=args.host, port=args.port, log_level=args.log_level, demo=args.demo)
+
+
+def _dashboard(args: argparse.Namespace) -> int:
+    _server_modules()
+    from ctxledger_dashboard.launch import run_dashboard
+
+    return run_dashboard(args.api, args.host, args.port)
+
+
+def _up(args: argparse.Namespace) -> int:
+    _server_modules()
+    from ctxledger_collector.stack import up
+
+    return up(args.host, args.port, args.dashboard_port, demo=not args.no_demo)
 
 
 def _db_upgrade(args: argparse.Namespace) -> int:
@@ -136,6 +151,26 @@ def build_parser() -> argparse.ArgumentParser:
         help="once up, send the seeds' incidents to this collector and print its verdicts",
     )
     serve.set_defaults(handler=_serve)
+
+    dashboard = commands.add_parser(
+        "dashboard", help="run the dashboard against a collector's HTTP API"
+    )
+    dashboard.add_argument("--api", default="http://127.0.0.1:4318", help="the collector's URL")
+    dashboard.add_argument("--host", default="127.0.0.1")
+    dashboard.add_argument("--port", type=int, default=8501)
+    dashboard.set_defaults(handler=_dashboard)
+
+    stack = commands.add_parser(
+        "up",
+        help="run the whole stack: collector (SQLite), dashboard and the demo incidents",
+        description="Start the collector on embedded SQLite and the dashboard, send the "
+        "seeds' incidents (unless --no-demo), print both URLs; Ctrl-C stops both.",
+    )
+    stack.add_argument("--host", default="127.0.0.1")
+    stack.add_argument("--port", type=int, default=4318, help="the collector's port")
+    stack.add_argument("--dashboard-port", type=int, default=8501)
+    stack.add_argument("--no-demo", action="store_true", help="do not send the demo incidents")
+    stack.set_defaults(handler=_up)
 
     db = commands.add_parser("db", help="database maintenance")
     db_commands = db.add_subparsers(dest="db_command", required=True)

@@ -1,0 +1,124 @@
+"""``ctxledger up``: the collector (embedded SQLite by default) and the dashboard as child
+processes, the demo incidents sent once both are up, and a clean stop on Ctrl-C."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable
+from types import FrameType
+
+from ctxledger_dashboard.launch import dashboard_command, dashboard_environment
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return bool(response.status == 200)
+    except OSError:
+        return False
+
+
+def _wait_for(url: str, child: subprocess.Popen[bytes], timeout_s: float = 60.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if child.poll() is not None:
+            return False
+        if _answers(url):
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def _stop(children: list[subprocess.Popen[bytes]]) -> None:
+    for child in children:
+        if child.poll() is None:
+            child.terminate()
+    deadline = time.monotonic() + 10
+    for child in children:
+        try:
+            child.wait(timeout=max(deadline - time.monotonic(), 0.1))
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+
+
+def _seed_004_link(collector_url: str) -> str | None:
+    query = "/api/v1/reports?tool_call_id=call_search_1&verdict=silent&limit=1"
+    try:
+        with urllib.request.urlopen(collector_url + query, timeout=5) as response:
+            reports = json.load(response)["reports"]
+    except (OSError, ValueError, KeyError):
+        return None
+    link = reports[0]["links"].get("dashboard") if reports else None
+    return str(link) if link else None
+
+
+def up(
+    host: str = "127.0.0.1",
+    collector_port: int = 4318,
+    dashboard_port: int = 8501,
+    demo: bool = True,
+    log: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),
+) -> int:
+    """Run the stack until Ctrl-C (or SIGTERM); returns the exit status."""
+    collector_url = f"http://{host}:{collector_port}"
+    dashboard_url = f"http://{host}:{dashboard_port}"
+    env = {**os.environ, "CTXLEDGER_DASHBOARD_URL": dashboard_url}
+    collector = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "ctxledger.cli",
+            "serve",
+            "--host",
+            host,
+            "--port",
+            str(collector_port),
+        ],
+        env=env,
+    )
+    children = [collector]
+    stopping = False
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        nonlocal stopping
+        stopping = True
+
+    previous = signal.signal(signal.SIGTERM, on_signal)
+    try:
+        if not _wait_for(f"{collector_url}/readyz", collector):
+            log(f"ctxledger up: the collector did not start on {collector_url}")
+            return 1
+        dashboard = subprocess.Popen(
+            dashboard_command(host, dashboard_port), env=dashboard_environment(collector_url)
+        )
+        children.append(dashboard)
+        if not _wait_for(f"{dashboard_url}/_stcore/health", dashboard):
+            log(f"ctxledger up: the dashboard did not start on {dashboard_url}")
+            return 1
+        if demo:
+            from ctxledger.cli import run_demo
+
+            run_demo(collector_url, ledger="off", everything=True)
+        log("")
+        log(f"  Dashboard:  {dashboard_url}")
+        log(f"  Collector:  {collector_url}  (OTLP: POST /v1/traces · API docs: /docs)")
+        link = _seed_004_link(collector_url) if demo else None
+        if link:
+            log(f"  Seed 004's silent loss: {link}")
+        log("  Press Ctrl-C to stop both.")
+        while not stopping and all(child.poll() is None for child in children):
+            time.sleep(0.3)
+        return 0 if stopping else 1
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        log("ctxledger up: stopping the dashboard and the collector…")
+        _stop(list(reversed(children)))
+        signal.signal(signal.SIGTERM, previous)

@@ -1,0 +1,66 @@
+"""The collector's HTTP API, as the dashboard uses it. Nothing here touches a database."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import httpx
+
+DEFAULT_API_URL = "http://127.0.0.1:4318"
+
+
+class CollectorUnavailable(RuntimeError):
+    """The collector could not be reached or answered with an error."""
+
+
+def api_url_from_environment() -> str:
+    return os.environ.get("CTXLEDGER_API_URL", DEFAULT_API_URL).rstrip("/")
+
+
+class CollectorClient:
+    """A small synchronous client; every method returns the API's JSON."""
+
+    def __init__(self, base_url: str, timeout_s: float = 10.0) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._http = httpx.Client(base_url=self.base_url, timeout=timeout_s)
+
+    def _get(self, path: str, **params: Any) -> Any:
+        query = {k: v for k, v in params.items() if v is not None and v != [] and v != ""}
+        try:
+            response = self._http.get(path, params=query)
+        except httpx.HTTPError as error:
+            raise CollectorUnavailable(
+                f"cannot reach the collector at {self.base_url} ({error.__class__.__name__}). "
+                "Is it running? Start it with `ctxledger serve` or the whole stack with "
+                "`ctxledger up`."
+            ) from error
+        if response.status_code == 404:
+            return None
+        if response.status_code >= 400:
+            raise CollectorUnavailable(
+                f"the collector at {self.base_url} answered {response.status_code} for "
+                f"{path}: {response.text[:300]}"
+            )
+        return response.json()
+
+    def health(self) -> Any:
+        return self._get("/readyz")
+
+    def runs(self, limit: int = 50, offset: int = 0, **filters: Any) -> Any:
+        return self._get("/api/v1/runs", limit=limit, offset=offset, **filters)
+
+    def run(self, trace_id: str) -> Any:
+        return self._get(f"/api/v1/runs/{trace_id}")
+
+    def reports(self, limit: int = 100, offset: int = 0, **filters: Any) -> Any:
+        return self._get("/api/v1/reports", limit=limit, offset=offset, **filters)
+
+    def timeline(self, buckets: int = 48, **filters: Any) -> Any:
+        return self._get("/api/v1/stats/timeline", buckets=buckets, **filters)
+
+    def breakdown(self, by: str, limit: int = 20, **filters: Any) -> Any:
+        return self._get("/api/v1/stats/breakdown", by=by, limit=limit, **filters)
+
+    def tool(self, name: str, **filters: Any) -> Any:
+        return self._get(f"/api/v1/tools/{name}", **filters)

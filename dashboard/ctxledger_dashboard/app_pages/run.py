@@ -1,0 +1,201 @@
+"""Run: the steps of one run in order, and every tool result's journey through them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from ctxledger.verdicts import VERDICT_SEVERITY
+from ctxledger_dashboard import charts
+from ctxledger_dashboard.page_kit import empty_state, fetch, live, run_link, when
+from ctxledger_dashboard.verdict_style import MEANINGS, badge, ordered
+
+PAGE_SIZE = 50
+
+
+def _choose_run() -> str | None:
+    """No run in the URL: offer the recent ones (one page at a time, from the server)."""
+    page = st.session_state.setdefault("run_picker_page", 0)
+    listing = fetch("runs", limit=PAGE_SIZE, offset=page * PAGE_SIZE)
+    if not listing["runs"]:
+        empty_state("runs")
+        return None
+    labels = {
+        f"{r['agent_name'] or '?'} · {when(r['last_seen'])} · worst: {r['worst_verdict']} · "
+        f"{r['trace_id']}": r["trace_id"]
+        for r in listing["runs"]
+    }
+    choice = st.selectbox("Pick a run", list(labels), index=None, placeholder="recent runs…")
+    columns = st.columns([1, 1, 6])
+    if page > 0 and columns[0].button("← newer"):
+        st.session_state.run_picker_page = page - 1
+        st.rerun()
+    if listing["next_offset"] is not None and columns[1].button("older →"):
+        st.session_state.run_picker_page = page + 1
+        st.rerun()
+    return labels[choice] if choice else None
+
+
+def _journey_title(journey: dict[str, Any]) -> str:
+    stages = journey["stages"]
+    first_items = next((s["items"] for s in stages if s["items"] is not None), None)
+    lost = ""
+    if journey["lost_items"]:
+        of = f" of {first_items}" if first_items is not None else ""
+        lost = f" — lost {journey['lost_items']}{of} items"
+    elif journey["lost_tokens"]:
+        lost = f" — lost {journey['lost_tokens']:,} tokens"
+    return f"`{journey['tool_name'] or '?'}` · `{journey['tool_call_id']}`{lost}"
+
+
+def _stage_table(stages: list[dict[str, Any]]) -> None:
+    st.dataframe(
+        [
+            {
+                "stage": s["stage"],
+                "items": s["items"],
+                "chars": s["chars"],
+                "tokens": s["tokens"],
+                "tokenizer": s["tokenizer"] + (" (estimated)" if s["tokens_estimated"] else "")
+                if s["tokenizer"]
+                else None,
+                "JSON": s["json_valid"],
+                "declared": s["strategy"] or ("yes" if s["declared"] else ""),
+                "marker": ", ".join(s["markers_found"]) or ("yes" if s["marker"] else ""),
+                "ref": s["ref"],
+            }
+            for s in stages
+        ],
+        hide_index=True,
+        width="stretch",
+    )
+
+
+def _journey(journey: dict[str, Any], focused: bool) -> None:
+    verdict = journey["verdict"]
+    with st.container(border=True):
+        st.markdown(
+            f"{badge(verdict)} {_journey_title(journey)}"
+            + (" :material/arrow_back: *linked*" if focused else "")
+        )
+        st.caption(MEANINGS.get(verdict, ""))
+        if not journey["settled"]:
+            st.caption(
+                ":material/hourglass_top: waiting for later stages (not judged incomplete yet)"
+            )
+        if journey["stages"]:
+            left, right = st.columns(2)
+            for column, measure in ((left, "items"), (right, "tokens")):
+                chart = charts.stage_funnel(journey["stages"], verdict, measure)
+                if chart is not None:
+                    column.altair_chart(chart, width="stretch")
+        if journey["lost_item_ids"]:
+            st.markdown(f"**Lost item ids ({len(journey['lost_item_ids'])}):**")
+            st.code(", ".join(journey["lost_item_ids"]), language=None, wrap_lines=True)
+        if journey["lost_fields"]:
+            st.markdown("**Fields dropped from every item:** " + ", ".join(journey["lost_fields"]))
+        for transition in journey["transitions"]:
+            if transition["verdict"] != "intact":
+                st.markdown(
+                    f"- {badge(transition['verdict'])} `{transition['from_stage']}` → "
+                    f"`{transition['to_stage']}`: " + "; ".join(transition["reasons"])
+                )
+        for note in journey["notes"]:
+            st.markdown(f"- {note}")
+        if journey["stages"]:
+            _stage_table(journey["stages"])
+
+
+def _manifest(manifest: dict[str, Any]) -> None:
+    window = manifest["context_window"]
+    tokens = manifest["tokens"]
+    st.markdown(
+        f"**Request** `{manifest['request_id']}` · model `{manifest['model'] or '?'}` · "
+        f"{len(manifest['tool_call_ids'])} tool results, "
+        f"{len(manifest['tool_calls'] or [])} tool calls"
+    )
+    if tokens is not None and window:
+        used = manifest["window_used"] or 0.0
+        st.progress(
+            min(used, 1.0),
+            text=f"context window: {tokens:,} of {window:,} tokens ({used:.1%}) "
+            f"counted with {manifest['tokenizer'] or '?'}",
+        )
+    elif tokens is not None:
+        st.caption(f"{tokens:,} tokens ({manifest['tokenizer'] or '?'}); context window unknown")
+    if manifest["calls_without_result"]:
+        st.error(
+            "**Orphaned tool calls** (call without its result — the provider rejects this "
+            "request): " + ", ".join(f"`{c}`" for c in manifest["calls_without_result"]),
+            icon=":material/link_off:",
+        )
+    if manifest["results_without_call"]:
+        st.error(
+            "**Results without their call:** "
+            + ", ".join(f"`{c}`" for c in manifest["results_without_call"]),
+            icon=":material/link_off:",
+        )
+    if manifest["sdk_dropped_spans"]:
+        st.warning(
+            f"The SDK had dropped {manifest['sdk_dropped_spans']} measurements by this request: "
+            "this run may be missing data.",
+            icon=":material/warning:",
+        )
+
+
+def _step(step: dict[str, Any], focus_step: int | None, focus_call: str | None) -> None:
+    counts: dict[str, int] = {}
+    for request in step["requests"]:
+        for journey in request["journeys"]:
+            counts[journey["verdict"]] = counts.get(journey["verdict"], 0) + 1
+    summary = " ".join(f"{badge(v)} ×{n}" for v, n in ordered(counts))
+    label = f"Step {step['step'] if step['step'] is not None else '—'}"
+    expanded = step["step"] == focus_step or (
+        focus_step is None and step["verdict"] not in ("intact", "declared")
+    )
+    with st.expander(f"{label} · worst: {step['verdict']}", expanded=expanded):
+        st.markdown(summary or "_no tool results in this step_")
+        st.caption(f"Link: {run_link(st.session_state.run_trace_id, step['step'])}")
+        for request in step["requests"]:
+            if request["manifest"] is not None:
+                _manifest(request["manifest"])
+            elif request["request_id"] is None:
+                st.markdown("**Before any request** (stages measured as the tool returned)")
+            for journey in sorted(
+                request["journeys"],
+                key=lambda j: (j["tool_call_id"] != focus_call, -VERDICT_SEVERITY[j["verdict"]]),
+            ):
+                _journey(journey, focused=journey["tool_call_id"] == focus_call)
+
+
+def render() -> None:
+    params = st.query_params
+    trace_id = params.get("trace_id") or _choose_run()
+    if not trace_id:
+        return
+    if trace_id != params.get("trace_id"):
+        st.query_params["trace_id"] = trace_id
+    st.session_state.run_trace_id = trace_id
+    run = fetch("run", trace_id)
+    if run is None:
+        st.warning(
+            f"No run with trace id `{trace_id}` in this collector.", icon=":material/search_off:"
+        )
+        return
+    focus_step = int(params["step"]) if params.get("step", "").isdigit() else None
+    focus_call = params.get("tool_call_id")
+
+    st.title(f"Run of {run['agent_name'] or '?'}")
+    st.caption(
+        f"trace `{run['trace_id']}` · service `{run['service_name'] or '?'}` · "
+        f"{when(run['first_seen'])} → {when(run['last_seen'])}"
+    )
+    columns = st.columns(len(run["verdicts"]) or 1)
+    for column, (verdict, count) in zip(columns, ordered(run["verdicts"]), strict=False):
+        column.metric(verdict, count, help=MEANINGS.get(verdict))
+    for step in run["steps"]:
+        _step(step, focus_step, focus_call)
+
+
+live(render)

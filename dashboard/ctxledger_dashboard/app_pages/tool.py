@@ -1,0 +1,274 @@
+"""Tool: one tool across runs — how often and how much it loses, at which stage (so the
+fix goes to the right layer), which agents use it, and its recent losses."""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+from urllib.parse import urlencode
+
+import pandas as pd
+import streamlit as st
+
+from ctxledger_dashboard import charts
+from ctxledger_dashboard.page_kit import TIME_RANGES, empty_state, fetch, live, run_link
+from ctxledger_dashboard.verdict_style import COLORS, LAYER_OF_STAGE, MEANINGS, badge, ordered
+
+LOSING = ("silent", "dropped", "orphaned")
+RECENT = 50
+#: URL-friendly codes for the time ranges: ``?range=last-24-hours`` (as on Incidents).
+RANGES: dict[str, str] = {label.lower().replace(" ", "-"): label for label in TIME_RANGES}
+DEFAULT_RANGE = "last-24-hours" if "last-24-hours" in RANGES else next(iter(RANGES))
+
+
+def _since(code: str) -> float | None:
+    """The start of a time range, on a 5-second grid so that cached reads are reused."""
+    window = TIME_RANGES[RANGES[code]]
+    return None if window is None else math.floor((time.time() - window) / 5) * 5.0
+
+
+def _synced(param: str, options: list[str], default: str | None, free: bool = True) -> list[str]:
+    """Start the widget ``filter_<param>`` from ``?<param>=`` the first time; return its
+    options, extended by a deep-linked value the window no longer holds (if ``free``)."""
+    key = f"filter_{param}"
+    if key not in st.session_state:
+        wanted = st.query_params.get(param)
+        st.session_state[key] = wanted if wanted in options or (wanted and free) else default
+    current = st.session_state[key]
+    return [*options, current] if current is not None and current not in options else options
+
+
+def _to_url(param: str, value: str | None, default: str | None = None) -> None:
+    if value in (None, default):
+        st.query_params.pop(param, None)
+    else:
+        st.query_params[param] = value
+
+
+def _layer(stage: str) -> str:
+    return LAYER_OF_STAGE.get(stage, f"the code that produces the {stage} stage")
+
+
+def _where(stage: dict[str, Any]) -> str:
+    return f"{stage['from_stage']} → {stage['stage']}" if stage["from_stage"] else stage["stage"]
+
+
+def _choose(since: float | None) -> tuple[str | None, dict[str, int]]:
+    rows = fetch("breakdown", "tool", limit=500, since=since)["rows"]
+    losing = {row["name"]: row["losing"] for row in rows if row["name"]}
+    tool = st.selectbox(
+        "Tool",
+        _synced("tool", list(losing), None),
+        index=None,
+        placeholder="choose a tool (most losing first)",
+        format_func=lambda n: f"{n} · {losing[n]} losing" if losing.get(n) else n,
+        key="filter_tool",
+    )
+    _to_url("tool", tool)
+    return tool, losing
+
+
+def _headline(profile: dict[str, Any]) -> None:
+    journeys = profile["journeys"]
+    losing = profile["losing"]
+    columns = st.columns(4)
+    columns[0].metric("Journeys", f"{journeys:,}", border=True)
+    columns[1].metric(
+        "Losing journeys",
+        f"{losing:,}",
+        delta=f"{losing / journeys:.0%} of journeys" if losing else None,
+        delta_color="inverse",
+        delta_arrow="off",
+        help="; ".join(f"{v}: {MEANINGS[v]}" for v in LOSING),
+        border=True,
+    )
+    columns[2].metric("Lost items", f"{profile['lost_items']:,}", border=True)
+    columns[3].metric("Lost tokens", f"{profile['lost_tokens']:,}", border=True)
+    if profile["sampled"]:
+        st.caption(f"Computed from the {journeys:,} most recent journeys of this tool.")
+
+
+def _fix_here(by_stage: list[dict[str, Any]]) -> None:
+    if not by_stage:
+        st.success("No stage lost anything in this window.", icon=":material/check_circle:")
+        return
+    top = by_stage[0]
+    verdicts = ", ".join(f"{n} {v}" for v, n in ordered(top["verdicts"]))
+    message = (
+        f"**Fix at: {_layer(top['stage'])}.** Most losses ({verdicts}) happen at "
+        f"`{_where(top)}`: {top['lost_items']:,} items, {top['lost_tokens']:,} tokens."
+    )
+    worst = ordered(top["verdicts"])[0][0]
+    (st.error if worst in LOSING else st.warning)(message, icon=":material/build:")
+
+
+def _stage_table(by_stage: list[dict[str, Any]]) -> None:
+    st.dataframe(
+        pd.DataFrame(
+            [
+                {
+                    "where": _where(stage),
+                    "layer to fix": _layer(stage["stage"]),
+                    "journeys": stage["losses"],
+                    "verdicts": " · ".join(f"{v} {n}" for v, n in ordered(stage["verdicts"])),
+                    "lost items": stage["lost_items"],
+                    "lost tokens": stage["lost_tokens"],
+                }
+                for stage in by_stage
+            ]
+        ),
+        hide_index=True,
+        width="stretch",
+    )
+
+
+def _agents(profile: dict[str, Any], range_code: str) -> None:
+    st.subheader("Agents using it")
+    data = pd.DataFrame(
+        [
+            {
+                "agent": agent,
+                "journeys": count,
+                # Incidents is the app's default page: Streamlit serves it at the root URL.
+                "open": "/?"
+                + urlencode({"agent": agent, "tool": profile["tool"], "range": range_code}),
+            }
+            for agent, count in sorted(profile["agents"].items(), key=lambda kv: -kv[1])
+        ]
+    )
+    st.dataframe(
+        data,
+        hide_index=True,
+        width="stretch",
+        column_config={"open": st.column_config.LinkColumn("", display_text="incidents →")},
+    )
+
+
+def _what_was_lost(report: dict[str, Any]) -> str:
+    for transition in report["transitions"]:
+        if transition["verdict"] != "intact":
+            reasons = "; ".join(transition["reasons"])
+            return f"{transition['from_stage']} → {transition['to_stage']}: {reasons}"
+    return "; ".join(report["notes"])
+
+
+def _lost_ids(ids: list[str]) -> str:
+    shown = ", ".join(ids[:4])
+    return f"{shown}, … ({len(ids)})" if len(ids) > 4 else shown
+
+
+def _recent(reports: list[dict[str, Any]]) -> None:
+    st.subheader("Recent losses")
+    st.caption("Every journey of this tool that was not intact, newest first.")
+    if not reports:
+        st.success("No losses in this window.", icon=":material/check_circle:")
+        return
+    data = pd.DataFrame(
+        [
+            {
+                "verdict": r["verdict"],
+                "seen": pd.Timestamp(r["last_observed_at"], unit="s", tz="UTC"),
+                "agent": r["agent_name"] or "?",
+                "lost items": r["lost_items"],
+                "lost tokens": r["lost_tokens"],
+                "what was lost": _what_was_lost(r),
+                "lost ids": _lost_ids(r["lost_item_ids"]),
+                "journey": run_link(r["trace_id"], r["step"], r["tool_call_id"]),
+                "step link": run_link(r["trace_id"], r["step"]),
+                "run (trace id)": run_link(r["trace_id"]),
+            }
+            for r in reports
+        ]
+    )
+    st.dataframe(
+        data.style.map(
+            lambda v: f"color: {COLORS[v]}; font-weight: 600" if v in COLORS else "",
+            subset=["verdict"],
+        ),
+        hide_index=True,
+        width="stretch",
+        column_config={
+            "seen": st.column_config.DatetimeColumn(format="distance"),
+            "journey": st.column_config.LinkColumn(display_text="open →"),
+            "step link": st.column_config.LinkColumn("step", display_text=r"step=(\d+)"),
+            "run (trace id)": st.column_config.LinkColumn(display_text=r"trace_id=([0-9a-f]+)"),
+            "what was lost": st.column_config.TextColumn(width="large"),
+        },
+        column_order=[
+            "verdict",
+            "seen",
+            "agent",
+            "lost items",
+            "lost tokens",
+            "journey",
+            "step link",
+            "run (trace id)",
+            "lost ids",
+            "what was lost",
+        ],
+    )
+
+
+def render() -> None:
+    st.title("Tool")
+    left, right = st.columns([3, 1])
+    with right:
+        code = (
+            st.selectbox(
+                "Time range",
+                _synced("range", list(RANGES), DEFAULT_RANGE, free=False),
+                format_func=RANGES.__getitem__,
+                key="filter_range",
+            )
+            or DEFAULT_RANGE
+        )  # never empty: the options have a default
+        _to_url("range", code, DEFAULT_RANGE)
+    since = _since(code)
+    with left:
+        tool, losing = _choose(since)
+    if not losing and fetch("runs", limit=1)["total"] == 0:
+        empty_state("tool results")
+        return
+    if not losing and not tool:
+        st.info(
+            f"No tool results in this window ({RANGES[code].lower()}).",
+            icon=":material/filter_alt_off:",
+        )
+        return
+    if not tool:
+        st.caption("Choose a tool, or open one from the Incidents page.")
+        return
+    profile = fetch("tool", tool, since=since, recent=RECENT)
+    if profile is None:
+        st.warning(
+            f"No journeys of tool `{tool}` in this window ({RANGES[code].lower()}).",
+            icon=":material/filter_alt_off:",
+        )
+        return
+    worst = ordered(profile["verdicts"])[0][0]
+    st.markdown(f"### `{tool}` {badge(worst)}")
+    st.caption(f"{MEANINGS.get(worst, '')} · {RANGES[code].lower()}")
+    _headline(profile)
+    _fix_here(profile["by_stage"])
+    left, right = st.columns([1, 2], gap="large")
+    with left:
+        st.subheader("Verdicts")
+        chart = charts.verdict_distribution(profile["verdicts"])
+        if chart is not None:
+            st.altair_chart(chart, width="stretch")
+    with right:
+        st.subheader("Where it loses")
+        chart = charts.stage_losses(profile["by_stage"], LAYER_OF_STAGE)
+        if chart is not None:
+            st.altair_chart(chart, width="stretch")
+        else:
+            st.caption("No stage lost anything.")
+    if profile["by_stage"]:
+        st.markdown("**Each stage, and the layer to fix**")
+        _stage_table(profile["by_stage"])
+    _recent(profile["recent_losses"])
+    _agents(profile, code)
+
+
+live(render)

@@ -1,0 +1,91 @@
+"""What every page shares: the API client, cached reads, errors, refresh, filters."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from datetime import datetime, timezone
+from typing import Any
+
+import streamlit as st
+
+from ctxledger_dashboard.api_client import (
+    CollectorClient,
+    CollectorUnavailable,
+    api_url_from_environment,
+)
+
+TIME_RANGES: dict[str, float | None] = {
+    "Last hour": 3600.0,
+    "Last 24 hours": 86_400.0,
+    "Last 7 days": 7 * 86_400.0,
+    "All time": None,
+}
+REFRESH_SECONDS = 10
+
+
+@st.cache_resource
+def _client(base_url: str) -> CollectorClient:
+    return CollectorClient(base_url)
+
+
+def api_url() -> str:
+    return str(st.session_state.get("api_url") or api_url_from_environment())
+
+
+def client() -> CollectorClient:
+    return _client(api_url())
+
+
+@st.cache_data(ttl=5, show_spinner=False)
+def cached(method: str, base_url: str, *args: Any, **kwargs: Any) -> Any:
+    """A cached call of ``CollectorClient.<method>`` (5 s), keyed by its arguments."""
+    return getattr(_client(base_url), method)(*args, **kwargs)
+
+
+def fetch(method: str, *args: Any, **kwargs: Any) -> Any:
+    """Read from the collector with a spinner; on failure show why and stop the page."""
+    try:
+        with st.spinner("Reading from the collector…"):
+            return cached(method, api_url(), *args, **kwargs)
+    except CollectorUnavailable as error:
+        st.error(f"**The collector is unreachable.** {error}", icon=":material/power_off:")
+        st.stop()
+
+
+def empty_state(what: str) -> None:
+    st.info(
+        f"**No {what} yet.** Instrument an agent with the ctxledger SDK (see "
+        "docs/instrumenting.md), or send the seeds' demo incidents to this collector:\n\n"
+        f"```\nctxledger demo --endpoint {api_url()}\n```",
+        icon=":material/inbox:",
+    )
+
+
+def since_for(range_name: str) -> float | None:
+    window = TIME_RANGES[range_name]
+    return None if window is None else time.time() - window
+
+
+def when(seconds: float | None) -> str:
+    if seconds is None:
+        return "—"
+    return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def live(render: Callable[[], None]) -> None:
+    """Run a page body, re-running it every few seconds when auto-refresh is on."""
+    if st.session_state.get("auto_refresh"):
+        st.fragment(run_every=REFRESH_SECONDS)(render)()
+    else:
+        render()
+
+
+def run_link(trace_id: str, step: int | None = None, tool_call_id: str | None = None) -> str:
+    """The dashboard's own deep link to a run, step or journey (relative URL)."""
+    link = f"/run?trace_id={trace_id}"
+    if step is not None:
+        link += f"&step={step}"
+    if tool_call_id:
+        link += f"&tool_call_id={tool_call_id}"
+    return link

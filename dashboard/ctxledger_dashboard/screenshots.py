@@ -1,0 +1,165 @@
+"""Screenshots of the dashboard in a real headless Chromium, driven by Playwright.
+
+``python -m ctxledger_dashboard.screenshots --out docs/screenshots`` starts ``ctxledger up``
+on spare ports (SQLite in a temporary folder, with the demo incidents), opens every page
+and saves one PNG per page. The browser tests use the same functions. Needs Debian's
+``chromium`` (or ``--chromium PATH``) and the ``playwright`` package (no browser download).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@dataclass
+class RunningStack:
+    process: subprocess.Popen[str]
+    collector_url: str
+    dashboard_url: str
+    seed_004_link: str
+    output: list[str]
+
+
+@contextmanager
+def running_stack(workdir: Path, timeout_s: float = 180.0) -> Iterator[RunningStack]:
+    """``ctxledger up`` in ``workdir`` until the demo is in; stopped with Ctrl-C after."""
+    collector_port, dashboard_port = free_port(), free_port()
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "ctxledger.cli",
+            "up",
+            "--port",
+            str(collector_port),
+            "--dashboard-port",
+            str(dashboard_port),
+        ],
+        cwd=workdir,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    output: list[str] = []
+    link = ""
+    deadline = time.monotonic() + timeout_s
+    try:
+        assert process.stdout is not None
+        for line in process.stdout:
+            output.append(line.rstrip())
+            if "Seed 004's silent loss:" in line:
+                link = line.split()[-1]
+                break
+            if time.monotonic() > deadline:
+                break
+        if not link:
+            raise RuntimeError("ctxledger up did not come up:\n" + "\n".join(output[-40:]))
+        yield RunningStack(
+            process,
+            f"http://127.0.0.1:{collector_port}",
+            f"http://127.0.0.1:{dashboard_port}",
+            link,
+            output,
+        )
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGINT)
+            try:
+                rest, _ = process.communicate(timeout=30)
+                output.extend(rest.splitlines())
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.communicate()
+
+
+@contextmanager
+def browser(chromium: str = "/usr/bin/chromium") -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    if not Path(chromium).exists():
+        raise FileNotFoundError(
+            f"no Chromium at {chromium}: install Debian's package (apt-get install chromium)"
+        )
+    with sync_playwright() as playwright:
+        instance = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        try:
+            yield instance
+        finally:
+            instance.close()
+
+
+def capture(
+    chromium_browser: Any, url: str, wait_for_text: str, path: Path, height: int = 2400
+) -> str:
+    """Open ``url``, wait until ``wait_for_text`` is visible, save a PNG; return the text
+    of the page."""
+    page = chromium_browser.new_page(viewport={"width": 1440, "height": height})
+    try:
+        page.goto(url)
+        page.locator(f"text={wait_for_text} >> visible=true").first.wait_for(timeout=60_000)
+        page.wait_for_timeout(1500)  # let the charts draw
+        path.parent.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(path))
+        text: str = page.locator("body").inner_text()
+        return text
+    finally:
+        page.close()
+
+
+#: Page name -> (path and query, text that shows the page has loaded).
+PAGES: dict[str, tuple[str, str]] = {
+    "overview": ("/", "Look first at"),
+    "tool": ("/tool?tool=search_knowledge", "search_knowledge"),
+    "alerts": ("/alerts", "Alerts"),
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--out", type=Path, default=Path("docs/screenshots"))
+    parser.add_argument("--chromium", default="/usr/bin/chromium")
+    args = parser.parse_args(argv)
+    with (
+        tempfile.TemporaryDirectory() as workdir,
+        running_stack(Path(workdir)) as stack,
+        browser(args.chromium) as chromium,
+    ):
+        capture(chromium, stack.seed_004_link, "Lost item ids (30)", args.out / "run.png")
+        for name, (path, text) in PAGES.items():
+            capture(chromium, stack.dashboard_url + path, text, args.out / f"{name}.png")
+    print(f"screenshots written to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

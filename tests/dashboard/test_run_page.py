@@ -1,0 +1,67 @@
+"""The Run page with Streamlit's AppTest against a live collector holding the demo."""
+
+from __future__ import annotations
+
+from streamlit.testing.v1 import AppTest
+
+from tests.dashboard.conftest import APP
+
+
+def _run_page(**params: str) -> AppTest:
+    app = AppTest.from_file(str(APP), default_timeout=60)
+    app.switch_page("app_pages/run.py")
+    for key, value in params.items():
+        app.query_params[key] = value
+    app.run()
+    assert not app.exception, [e.value for e in app.exception]
+    return app
+
+
+def test_run_page_shows_the_silent_50_to_20_loss_and_the_lost_ids(
+    api_env: str, seed_004_trace: str
+) -> None:
+    app = _run_page(trace_id=seed_004_trace, step="2", tool_call_id="call_search_1")
+    assert [t.value for t in app.title] == ["Run of kb-agent"]
+    assert {(m.label, m.value) for m in app.metric} == {("silent", "2"), ("intact", "1")}
+    labels = [e.label for e in app.expander]
+    assert labels == [
+        "Step 1 · worst: intact",
+        "Step 2 · worst: silent",
+        "Step 3 · worst: silent",
+    ]
+    text = " ".join(m.value for m in app.markdown)
+    assert "`search_knowledge` · `call_search_1` — lost 30 of 50 items" in text
+    assert "**Lost item ids (30):**" in text
+    lost_ids = app.code[0].value.split(", ")
+    assert lost_ids == [f"kb-{i:03d}" for i in range(20, 50)]
+    tables = [t.value for t in app.dataframe]
+    search = next(t for t in tables if list(t["items"]) == [50, 50, 20, 20])
+    assert list(search["stage"]) == ["original", "serialized", "assembled", "sent"]
+
+
+def test_run_page_highlights_orphaned_calls_in_the_manifest(api_env: str) -> None:
+    import httpx
+
+    report = httpx.get(
+        f"{api_env}/api/v1/reports", params={"tool_call_id": "call_grep_orphan"}
+    ).json()["reports"]
+    orphan = next(r for r in report if r["verdict"] == "orphaned")
+    app = _run_page(trace_id=orphan["trace_id"], step=str(orphan["step"]))
+    errors = " ".join(e.value for e in app.error)
+    assert "Orphaned tool calls" in errors and "call_grep_orphan" in errors
+
+
+def test_run_page_without_a_run_offers_recent_runs(api_env: str) -> None:
+    app = _run_page()
+    picker = app.selectbox[0]
+    assert len(picker.options) == 7  # one run per demo incident
+    assert any("kb-agent" in option for option in picker.options)
+
+
+def test_unknown_run_and_unreachable_collector_say_so(api_env: str, monkeypatch) -> None:
+    app = _run_page(trace_id="0" * 32)
+    assert "No run with trace id" in app.warning[0].value
+    monkeypatch.setenv("CTXLEDGER_API_URL", "http://127.0.0.1:9")
+    app = _run_page(trace_id="0" * 32)
+    assert "The collector is unreachable" in app.error[0].value
+    assert "ctxledger serve" in app.error[0].value
