@@ -11,9 +11,13 @@ from fastapi import FastAPI
 from starlette.concurrency import run_in_threadpool
 
 from ctxledger.__about__ import __version__
+from ctxledger_collector.alerts.config import default_config, load_alerts_config
+from ctxledger_collector.alerts.delivery import DeliveryWorker
+from ctxledger_collector.alerts.events import AlertContext
 from ctxledger_collector.database import make_engine
 from ctxledger_collector.metrics import CollectorMetrics
 from ctxledger_collector.migrate import is_up_to_date, upgrade
+from ctxledger_collector.routes import alerts as alert_routes
 from ctxledger_collector.routes import health, ingest, queries, stats
 from ctxledger_collector.settings import Settings
 from ctxledger_collector.state import AppState
@@ -42,32 +46,55 @@ async def _sweep_forever(state: AppState) -> None:
     while True:
         await asyncio.sleep(state.settings.sweep_interval_s)
         try:
-            await run_in_threadpool(state.store.sweep_unsettled)
+            outcome = await run_in_threadpool(state.store.sweep_unsettled)
+            state.metrics.count_changes(outcome.changes)
         except Exception as error:  # a failed sweep is retried at the next tick
             logger.warning("ctxledger collector: sweep failed: %s", error)
+
+
+def load_alerts(settings: Settings) -> AlertContext:
+    """The alert rules of ``CTXLEDGER_ALERTS_FILE``, or the built-in default. An invalid
+    file raises :class:`AlertsConfigError`: the collector does not start on it."""
+    config = (
+        load_alerts_config(settings.alerts_file) if settings.alerts_file else (default_config())
+    )
+    return AlertContext(config=config, dashboard_url=settings.dashboard_url)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the collector app. The database is prepared when the app starts."""
     settings = settings or Settings()
+    alerts = load_alerts(settings)
     engine = make_engine(settings.database_url)
+    metrics = CollectorMetrics(engine, label_cap=alerts.config.label_cap)
     state = AppState(
         settings=settings,
         engine=engine,
-        store=Store(engine, settings.tolerances()),
-        metrics=CollectorMetrics(engine),
+        store=Store(engine, settings.tolerances(), alerts),
+        metrics=metrics,
+        alerts=alerts,
+    )
+    worker = DeliveryWorker(
+        engine,
+        alerts,
+        lease_s=settings.alert_lease_s,
+        tick_s=settings.alert_tick_s,
+        retry_base_s=settings.alert_retry_base_s,
+        observer=metrics.observe_delivery,
     )
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await run_in_threadpool(prepare_database, settings)
         sweeper = asyncio.create_task(_sweep_forever(state))
+        worker.start()
         try:
             yield
         finally:
             sweeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await sweeper
+            await run_in_threadpool(worker.stop)
             engine.dispose()
 
     app = FastAPI(
@@ -80,5 +107,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(ingest.router)
     app.include_router(queries.router)
     app.include_router(stats.router)
+    app.include_router(alert_routes.router)
     app.include_router(health.router)
     return app

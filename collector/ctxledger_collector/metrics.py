@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import threading
+from collections.abc import Iterable, Iterator
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
@@ -11,6 +12,7 @@ from sqlalchemy import Engine, func, select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
+from ctxledger_collector.store import VerdictChange
 from ctxledger_collector.tables import REPORTS
 
 
@@ -51,11 +53,58 @@ class JourneyCollector(Collector):
         return family
 
 
+class LabelLimiter:
+    """Bounds label cardinality: the first ``cap`` distinct values pass, the rest become
+    ``other`` (an agent or tool name is user data; a runaway one must not break Prometheus)."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self._seen: set[str] = set()
+        self._lock = threading.Lock()
+
+    def __call__(self, value: str | None) -> str:
+        name = value or ""
+        with self._lock:
+            if name in self._seen:
+                return name
+            if len(self._seen) < self.cap:
+                self._seen.add(name)
+                return name
+        return "other"
+
+
 class CollectorMetrics:
     """The metrics of one collector app, in a registry of its own."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, label_cap: int = 100) -> None:
         self.registry = CollectorRegistry()
+        self.agent_label = LabelLimiter(label_cap)
+        self.tool_label = LabelLimiter(label_cap)
+        self.journeys_total = Counter(
+            "ctxledger_journeys",
+            "Journeys entering each verdict (a journey counts once per verdict it reaches)",
+            ["verdict", "agent", "tool"],
+            registry=self.registry,
+        )
+        self.lost_tokens_total = Counter(
+            "ctxledger_lost_tokens",
+            "Tokens of tool results lost on their way to the model",
+            ["verdict", "agent", "tool"],
+            registry=self.registry,
+        )
+        self.notifications = Counter(
+            "ctxledger_alert_deliveries",
+            "Alert delivery attempts by sink and outcome (delivered, failed, dead)",
+            ["sink", "outcome"],
+            registry=self.registry,
+        )
+        self.delivery_duration = Histogram(
+            "ctxledger_alert_delivery_duration_seconds",
+            "Time one delivery attempt took",
+            ["sink"],
+            buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
+            registry=self.registry,
+        )
         self.requests = Counter(
             "ctxledger_ingest_requests",
             "OTLP export requests by encoding and HTTP status",
@@ -75,3 +124,20 @@ class CollectorMetrics:
             registry=self.registry,
         )
         self.registry.register(JourneyCollector(engine))
+
+    def count_changes(self, changes: Iterable[VerdictChange]) -> None:
+        for change in changes:
+            report = change.report
+            labels = (
+                report.verdict,
+                self.agent_label(report.agent_name),
+                self.tool_label(report.tool_name),
+            )
+            self.journeys_total.labels(*labels).inc()
+            grown = report.lost_tokens - change.previous_lost_tokens
+            if grown > 0:
+                self.lost_tokens_total.labels(*labels).inc(grown)
+
+    def observe_delivery(self, sink: str, outcome: str, seconds: float) -> None:
+        self.notifications.labels(sink, outcome).inc()
+        self.delivery_duration.labels(sink).observe(seconds)

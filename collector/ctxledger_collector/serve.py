@@ -9,7 +9,8 @@ import urllib.request
 
 import uvicorn
 
-from ctxledger_collector.app import SchemaNotMigrated, create_app, prepare_database
+from ctxledger_collector.alerts.config import AlertsConfigError
+from ctxledger_collector.app import SchemaNotMigrated, create_app, load_alerts, prepare_database
 from ctxledger_collector.settings import Settings
 
 
@@ -41,6 +42,13 @@ def serve(
 ) -> int:
     """Serve until interrupted. Refuses to start on an un-migrated database (exit 2)."""
     settings = Settings()
+    try:
+        load_alerts(settings)
+    except AlertsConfigError as error:
+        print(f"ctxledger serve: invalid alert rules in {settings.alerts_file}:", file=sys.stderr)
+        for problem in error.problems:
+            print(f"  {problem}", file=sys.stderr)
+        return 2
     try:
         prepare_database(settings)
     except SchemaNotMigrated as error:

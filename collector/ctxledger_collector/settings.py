@@ -44,6 +44,18 @@ class Settings(BaseSettings):
         description="apply migrations on start (default: yes for SQLite, no for PostgreSQL)",
     )
     retry_after_s: int = Field(default=5, description="Retry-After sent with a 503")
+    alerts_file: str | None = Field(
+        default=None,
+        description="alert rules (YAML or TOML); without it: alert on silent, dropped and "
+        "orphaned journeys to the log",
+    )
+    alert_lease_s: float = Field(
+        default=30.0, description="how long a worker owns a notification it is delivering"
+    )
+    alert_tick_s: float = Field(default=1.0, description="how often the alert worker runs")
+    alert_retry_base_s: float = Field(
+        default=2.0, description="first retry delay; doubles per attempt up to max_backoff_s"
+    )
     dashboard_url: str | None = Field(
         default=None, description="public URL of the dashboard, for deep links in the API"
     )

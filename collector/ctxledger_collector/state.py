@@ -8,6 +8,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 from sqlalchemy import Engine
 
+from ctxledger_collector.alerts.events import AlertContext
 from ctxledger_collector.metrics import CollectorMetrics
 from ctxledger_collector.settings import Settings
 from ctxledger_collector.store import Store
@@ -19,6 +20,7 @@ class AppState:
     engine: Engine
     store: Store
     metrics: CollectorMetrics
+    alerts: AlertContext
 
 
 def get_state(request: Request) -> AppState:

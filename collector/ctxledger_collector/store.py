@@ -15,12 +15,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Engine, Table, delete, func, select, text, tuple_
+from sqlalchemy import Engine, delete, func, select, text, tuple_
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import InterfaceError, OperationalError, StatementError
 from sqlalchemy.orm import Session
 
 from ctxledger.verdicts import Report, Tolerances, judge_trace
+from ctxledger_collector.alerts.events import AlertContext, record_events
 from ctxledger_collector.otlp_decode import (
     DecodedBatch,
     Rejection,
@@ -38,11 +39,21 @@ from ctxledger_collector.tables import (
     MANIFESTS,
     MEASUREMENTS,
     REPORTS,
+    RUNS,
     ManifestRow,
     MeasurementRow,
     ReportRow,
-    RunRow,
+    table_of,
 )
+
+
+@dataclass(frozen=True)
+class VerdictChange:
+    """A journey whose verdict is new (``previous`` None) or changed."""
+
+    report: Report
+    previous: str | None
+    previous_lost_tokens: int
 
 
 @dataclass
@@ -50,16 +61,13 @@ class IngestOutcome:
     measurements: int = 0
     manifests: int = 0
     reports: list[Report] = field(default_factory=list)
+    changes: list[VerdictChange] = field(default_factory=list)
+    alert_events: int = 0
 
 
 def _pick_key(observed_at: float, span_id: str | None) -> str:
     """Which copy of a duplicated span is kept: the same one whatever the arrival order."""
     return f"{observed_at:020.6f}|{span_id or ''}"
-
-
-def _table(model: type[Any]) -> Table:
-    table: Table = model.__table__
-    return table
 
 
 def _advisory_key(trace_id: str) -> int:
@@ -70,9 +78,12 @@ def _advisory_key(trace_id: str) -> int:
 class Store:
     """The collector's writes. Thread-safe: every call opens its own session."""
 
-    def __init__(self, engine: Engine, tolerances: Tolerances) -> None:
+    def __init__(
+        self, engine: Engine, tolerances: Tolerances, alerts: AlertContext | None = None
+    ) -> None:
         self.engine = engine
         self.tolerances = tolerances
+        self.alerts = alerts
         self.dialect = engine.dialect.name
 
     # --- upserts -------------------------------------------------------------------
@@ -87,7 +98,7 @@ class Store:
     ) -> None:
         if not rows:
             return
-        table = _table(model)
+        table = table_of(model)
         insert = postgresql.insert if self.dialect == "postgresql" else sqlite.insert
         stmt = insert(table)
         updates = {
@@ -107,7 +118,7 @@ class Store:
     def _upsert_runs(self, session: Session, runs: dict[str, dict[str, Any]]) -> None:
         if not runs:
             return
-        table = _table(RunRow)
+        table = RUNS
         insert = postgresql.insert if self.dialect == "postgresql" else sqlite.insert
         lowest = func.least if self.dialect == "postgresql" else func.min
         highest = func.greatest if self.dialect == "postgresql" else func.max
@@ -217,7 +228,9 @@ class Store:
                 newer_wins=True,
             )
             for trace_id in sorted(touched):
-                outcome.reports.extend(self._rejudge(session, trace_id, touched[trace_id], now))
+                self._rejudge(session, trace_id, touched[trace_id], now, outcome)
+            if self.alerts is not None:
+                outcome.alert_events = record_events(session, outcome.reports, self.alerts, now)
         return outcome
 
     def ingest_each(self, batch: DecodedBatch, now: float | None = None) -> list[Rejection]:
@@ -256,8 +269,13 @@ class Store:
     # --- judging -------------------------------------------------------------------
 
     def _rejudge(
-        self, session: Session, trace_id: str, call_ids: set[str] | None, now: float
-    ) -> list[Report]:
+        self,
+        session: Session,
+        trace_id: str,
+        call_ids: set[str] | None,
+        now: float,
+        outcome: IngestOutcome,
+    ) -> None:
         measurements = [
             record_to_measurement(record)
             for record in session.scalars(
@@ -275,12 +293,13 @@ class Store:
         )
         fresh = {(r.tool_call_id, r.request_id or "") for r in reports}
         judged_calls = {r.tool_call_id for r in reports} | (call_ids or set())
-        stale_query = select(REPORTS.c.tool_call_id, REPORTS.c.request_key).where(
-            REPORTS.c.trace_id == trace_id
-        )
+        existing_query = select(
+            REPORTS.c.tool_call_id, REPORTS.c.request_key, REPORTS.c.verdict, REPORTS.c.lost_tokens
+        ).where(REPORTS.c.trace_id == trace_id)
         if call_ids is not None:
-            stale_query = stale_query.where(REPORTS.c.tool_call_id.in_(judged_calls))
-        stale = [tuple(row) for row in session.execute(stale_query) if tuple(row) not in fresh]
+            existing_query = existing_query.where(REPORTS.c.tool_call_id.in_(judged_calls))
+        existing = {(row[0], row[1]): (row[2], row[3]) for row in session.execute(existing_query)}
+        stale = [key for key in existing if key not in fresh]
         if stale:
             session.execute(
                 delete(ReportRow).where(
@@ -293,11 +312,17 @@ class Store:
         self._upsert(
             session, ReportRow, rows, ["trace_id", "tool_call_id", "request_key"], newer_wins=False
         )
-        return reports
+        outcome.reports.extend(reports)
+        for report in reports:
+            previous, previous_tokens = existing.get(
+                (report.tool_call_id, report.request_id or ""), (None, 0)
+            )
+            if previous != report.verdict:
+                outcome.changes.append(VerdictChange(report, previous, previous_tokens))
 
-    def sweep_unsettled(self, now: float | None = None) -> list[Report]:
+    def sweep_unsettled(self, now: float | None = None) -> IngestOutcome:
         """Re-judge journeys still waiting for later stages once their grace period has
-        passed, so they become ``incomplete``. Returns the reports it wrote."""
+        passed, so they become ``incomplete``."""
         now = time.time() if now is None else now
         cutoff = now - self.tolerances.incomplete_after_s
         with Session(self.engine) as session:
@@ -311,12 +336,17 @@ class Store:
                     )
                 )
             )
-        written: list[Report] = []
+        outcome = IngestOutcome()
         for trace_id in trace_ids:
             with Session(self.engine) as session, session.begin():
                 self._lock_traces(session, [trace_id])
-                written.extend(self._rejudge(session, trace_id, None, now))
-        return written
+                before = len(outcome.reports)
+                self._rejudge(session, trace_id, None, now, outcome)
+                if self.alerts is not None:
+                    outcome.alert_events += record_events(
+                        session, outcome.reports[before:], self.alerts, now
+                    )
+        return outcome
 
 
 def _report_row(report: Report, manifest_times: dict[str, float], now: float) -> dict[str, Any]:

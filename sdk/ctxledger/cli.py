@@ -108,6 +108,20 @@ def _db_upgrade(args: argparse.Namespace) -> int:
     return 0
 
 
+def _alerts_check(args: argparse.Namespace) -> int:
+    _server_modules()
+    from ctxledger_collector.alerts.config import AlertsConfigError, load_alerts_config
+
+    try:
+        config = load_alerts_config(args.file)
+    except AlertsConfigError as error:
+        for problem in error.problems:
+            print(problem)
+        return 1
+    print(f"{args.file}: OK — {len(config.rules)} rules, {len(config.sinks)} sinks")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ctxledger",
@@ -178,6 +192,18 @@ def build_parser() -> argparse.ArgumentParser:
     upgrade.add_argument("--database-url", help="overrides CTXLEDGER_DATABASE_URL")
     upgrade.add_argument("--revision", default="head")
     upgrade.set_defaults(handler=_db_upgrade)
+
+    alerts = commands.add_parser("alerts", help="alert rules")
+    alerts_commands = alerts.add_subparsers(dest="alerts_command", required=True)
+    check = alerts_commands.add_parser(
+        "check",
+        help="check an alert rules file and print every problem with its line",
+        description="Check an alert rules file (YAML, or TOML if it ends in .toml): print "
+        "'FILE: OK' and exit 0, or every problem, one per line, and exit 1. Secrets written "
+        "${NAME} are read from the environment, so set them before checking.",
+    )
+    check.add_argument("file", metavar="FILE", help="the rules file")
+    check.set_defaults(handler=_alerts_check)
     return parser
 
 

@@ -603,10 +603,10 @@ def test_journey_without_later_stages_becomes_incomplete_after_the_grace_period(
     assert [s["stage"] for s in waiting["stages"]] == [sc.STAGE_ORIGINAL, sc.STAGE_SERIALIZED]
 
     store = collector.app.state.ctxledger.store
-    assert store.sweep_unsettled(now=time.time()) == []  # still within the grace period
+    assert store.sweep_unsettled(now=time.time()).reports == []  # still within the grace period
     assert reports(collector, trace_id)[0]["settled"] is False
 
-    swept = store.sweep_unsettled(now=time.time() + 10_000)
+    swept = store.sweep_unsettled(now=time.time() + 10_000).reports
     assert [r.verdict for r in swept] == [sc.VERDICT_INCOMPLETE]
     (incomplete,) = reports(collector, trace_id)
     assert incomplete["verdict"] == sc.VERDICT_INCOMPLETE

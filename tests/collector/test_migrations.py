@@ -34,7 +34,15 @@ from ctxledger_collector.database import make_engine
 from ctxledger_collector.tables import ManifestRow, MeasurementRow, ReportRow, RunRow
 
 ROOT = Path(__file__).resolve().parents[2]
-TABLES = {"runs", "measurements", "manifests", "reports"}
+TABLES = {
+    "runs",
+    "measurements",
+    "manifests",
+    "reports",
+    "alert_events",
+    "alert_groups",
+    "alert_notifications",
+}
 PG_ADMIN_URL = os.environ.get(
     "CTXLEDGER_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres"
 )
@@ -110,7 +118,7 @@ def _kind(difference: Any) -> str:
     return str(difference[0][0] if isinstance(difference, list) else difference[0])
 
 
-def test_tables_module_defines_the_four_tables() -> None:
+def test_tables_module_defines_every_table() -> None:
     assert set(SQLModel.metadata.tables) == TABLES
 
 

@@ -197,7 +197,8 @@ async def _handle(request: Request, state: AppState, media: str) -> Response:
 
     try:
         try:
-            await run_in_threadpool(state.store.ingest, batch)
+            outcome = await run_in_threadpool(state.store.ingest, batch)
+            state.metrics.count_changes(outcome.changes)
         except StatementError as error:
             if _is_outage(error):
                 raise

@@ -1,0 +1,1 @@
+"""Alerting: rules that turn journey verdicts into notifications, and where they go."""

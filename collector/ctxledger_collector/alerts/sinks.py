@@ -1,0 +1,44 @@
+"""Delivering one notification to one sink: signed webhook, Slack, or a log line."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import httpx
+
+from ctxledger.webhooks import signed_headers
+from ctxledger_collector.alerts.config import LogSink, SlackSink, WebhookSink
+from ctxledger_collector.alerts.payload import slack_message
+
+Sink = WebhookSink | SlackSink | LogSink
+
+
+class DeliveryError(RuntimeError):
+    """The sink did not accept the notification; it will be retried."""
+
+
+def _post(http: httpx.Client, url: str, timeout_s: float, **kwargs: Any) -> None:
+    try:
+        response = http.post(url, timeout=timeout_s, **kwargs)
+    except httpx.HTTPError as error:
+        raise DeliveryError(f"{error.__class__.__name__}: {error}") from error
+    if not response.is_success:
+        raise DeliveryError(f"HTTP {response.status_code}: {response.text[:200]}")
+
+
+def send(sink: Sink, webhook_id: str, payload: dict[str, Any], http: httpx.Client) -> None:
+    """Deliver or raise :class:`DeliveryError`."""
+    if isinstance(sink, WebhookSink):
+        body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
+        headers = signed_headers(list(sink.secrets), webhook_id, body)
+        _post(http, sink.url, sink.timeout_s, content=body, headers=headers)
+    elif isinstance(sink, SlackSink):
+        _post(http, sink.url, sink.timeout_s, json=slack_message(payload))
+    else:
+        line = json.dumps(
+            {"ctxledger_alert": payload, "webhook_id": webhook_id}, ensure_ascii=False
+        )
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
