@@ -13,37 +13,16 @@ import streamlit as st
 
 from ctxledger_dashboard import charts
 from ctxledger_dashboard.page_kit import TIME_RANGES, empty_state, fetch, live, run_link
+from ctxledger_dashboard.url_state import DEFAULT_RANGE, LOSING, RANGES, synced, to_url
 from ctxledger_dashboard.verdict_style import COLORS, LAYER_OF_STAGE, MEANINGS, badge, ordered
 
-LOSING = ("silent", "dropped", "orphaned")
 RECENT = 50
-#: URL-friendly codes for the time ranges: ``?range=last-24-hours`` (as on Incidents).
-RANGES: dict[str, str] = {label.lower().replace(" ", "-"): label for label in TIME_RANGES}
-DEFAULT_RANGE = "last-24-hours" if "last-24-hours" in RANGES else next(iter(RANGES))
 
 
 def _since(code: str) -> float | None:
     """The start of a time range, on a 5-second grid so that cached reads are reused."""
     window = TIME_RANGES[RANGES[code]]
     return None if window is None else math.floor((time.time() - window) / 5) * 5.0
-
-
-def _synced(param: str, options: list[str], default: str | None, free: bool = True) -> list[str]:
-    """Start the widget ``filter_<param>`` from ``?<param>=`` the first time; return its
-    options, extended by a deep-linked value the window no longer holds (if ``free``)."""
-    key = f"filter_{param}"
-    if key not in st.session_state:
-        wanted = st.query_params.get(param)
-        st.session_state[key] = wanted if wanted in options or (wanted and free) else default
-    current = st.session_state[key]
-    return [*options, current] if current is not None and current not in options else options
-
-
-def _to_url(param: str, value: str | None, default: str | None = None) -> None:
-    if value in (None, default):
-        st.query_params.pop(param, None)
-    else:
-        st.query_params[param] = value
 
 
 def _layer(stage: str) -> str:
@@ -59,13 +38,13 @@ def _choose(since: float | None) -> tuple[str | None, dict[str, int]]:
     losing = {row["name"]: row["losing"] for row in rows if row["name"]}
     tool = st.selectbox(
         "Tool",
-        _synced("tool", list(losing), None),
+        synced("tool", list(losing), None),
         index=None,
         placeholder="choose a tool (most losing first)",
         format_func=lambda n: f"{n} · {losing[n]} losing" if losing.get(n) else n,
         key="filter_tool",
     )
-    _to_url("tool", tool)
+    to_url("tool", tool)
     return tool, losing
 
 
@@ -217,13 +196,13 @@ def render() -> None:
         code = (
             st.selectbox(
                 "Time range",
-                _synced("range", list(RANGES), DEFAULT_RANGE, free=False),
+                synced("range", list(RANGES), DEFAULT_RANGE, free=False),
                 format_func=RANGES.__getitem__,
                 key="filter_range",
             )
             or DEFAULT_RANGE
         )  # never empty: the options have a default
-        _to_url("range", code, DEFAULT_RANGE)
+        to_url("range", code, DEFAULT_RANGE)
     since = _since(code)
     with left:
         tool, losing = _choose(since)
