@@ -19,8 +19,10 @@ from ctxledger_collector.tables import REPORTS
 class JourneyCollector(Collector):
     """Current journeys by verdict, agent and tool, read from the database at scrape."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, agent_label: LabelLimiter, tool_label: LabelLimiter) -> None:
         self.engine = engine
+        self.agent_label = agent_label
+        self.tool_label = tool_label
 
     def collect(self) -> Iterator[Metric]:
         up = GaugeMetricFamily(
@@ -48,8 +50,12 @@ class JourneyCollector(Collector):
                     REPORTS.c.verdict, REPORTS.c.agent_name, REPORTS.c.tool_name, func.count()
                 ).group_by(REPORTS.c.verdict, REPORTS.c.agent_name, REPORTS.c.tool_name)
             )
+            totals: dict[tuple[str, str, str], int] = {}
             for verdict, agent, tool, count in rows:
-                family.add_metric([verdict, agent or "", tool or ""], count)
+                key = (verdict, self.agent_label(agent), self.tool_label(tool))
+                totals[key] = totals.get(key, 0) + count
+        for labels, count in totals.items():
+            family.add_metric(list(labels), count)
         return family
 
 
@@ -123,7 +129,7 @@ class CollectorMetrics:
             buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
             registry=self.registry,
         )
-        self.registry.register(JourneyCollector(engine))
+        self.registry.register(JourneyCollector(engine, self.agent_label, self.tool_label))
 
     def count_changes(self, changes: Iterable[VerdictChange]) -> None:
         for change in changes:

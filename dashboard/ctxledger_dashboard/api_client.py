@@ -64,3 +64,13 @@ class CollectorClient:
 
     def tool(self, name: str, **filters: Any) -> Any:
         return self._get(f"/api/v1/tools/{name}", **filters)
+
+    def alerts(
+        self,
+        limit: int = 50,
+        offset: int = 0,
+        rule: str | None = None,
+        delivery: str | None = None,
+    ) -> Any:
+        """Alert notifications (newest first), the alert groups, rules and sinks."""
+        return self._get("/api/v1/alerts", limit=limit, offset=offset, rule=rule, delivery=delivery)

@@ -53,11 +53,24 @@ def test_tool_page_names_the_layer_to_fix(api_env: str) -> None:
     assert metrics["Lost items"] == "60"  # 30 in each of the two requests that carried it
 
 
-def test_alerts_page_is_an_honest_placeholder_with_prometheus(api_env: str) -> None:
+def test_alerts_page_shows_groups_notifications_and_rules(api_env: str) -> None:
+    # The default rules alert on silent, dropped and orphaned journeys, to the log: the
+    # demo's three losing (agent, tool) pairs are three firing groups, notified once each.
     app = _page("app_pages/alerts.py")
-    text = _text(app) + " ".join(c.value for c in app.code)
-    assert "not built yet" in text
-    assert "ctxledger_journeys" in text
+    metrics = {m.label: m.value for m in app.metric}
+    assert metrics["Firing groups"] == "3"
+    assert metrics["Notifications"] == "3"
+    groups, notifications, rules, sinks = (d.value for d in app.dataframe)
+    assert list(sinks["type"]) == ["log"]
+    assert set(groups["state"]) == {"firing"}
+    assert set(groups["tool"]) == {"search_knowledge", "grep_logs", "export_tickets"}
+    assert set(notifications["sink"]) == {"log (log)"}
+    assert notifications["worst example"].str.startswith("/run?trace_id=").all()
+    assert list(rules["rule"]) == ["lost-silently"]
+    text = _text(app)
+    assert "3 alert groups firing" in text
+    assert "Worst examples" in text and "&tool_call_id=call_" in text  # links to journeys
+    assert "ctxledger_journeys_total" in text  # the Prometheus pointer
 
 
 @pytest.mark.parametrize("path", ["app_pages/overview.py", "app_pages/run.py", "app_pages/tool.py"])

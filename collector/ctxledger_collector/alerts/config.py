@@ -25,11 +25,12 @@ Every key is checked: an unknown key (a typo), an unknown verdict, a share outsi
 line and the key, e.g. ``alerts.yaml:4: rules[0].verdicts[1]: 'slient' is not a verdict``.
 ``ctxledger alerts check FILE`` prints them all.
 
-**Secrets from the environment.** A webhook secret written exactly ``${NAME}`` is
-replaced, when the file is loaded, by the value of the environment variable ``NAME``, so
-the secret itself need not be written in the file. A variable that is not set is an
-error naming it. Only whole values are substituted, and only in ``secrets``. Error
-messages never show a secret's value.
+**Secrets from the environment.** A webhook secret or a sink URL written exactly
+``${NAME}`` is replaced, when the file is loaded, by the value of the environment
+variable ``NAME``, so the secret itself need not be written in the file (a Slack
+incoming-webhook URL is a secret too). A variable that is not set is an error naming it.
+Only whole values are substituted, and only in ``secrets`` and ``url``. Error messages
+never show a secret's value.
 """
 
 from __future__ import annotations
@@ -145,7 +146,7 @@ def _expand_env(value: Any) -> Any:
     if isinstance(value, str) and (match := _ENV_REFERENCE.fullmatch(value)):
         name = match.group(1)
         if name not in os.environ:
-            raise ValueError(f"environment variable {name} is not set (the secret is ${{{name}}})")
+            raise ValueError(f"environment variable {name} is not set (the value is ${{{name}}})")
         return os.environ[name]
     return value
 
@@ -168,7 +169,8 @@ def _check_secret(value: str) -> str:
 
 
 _Verdict = Annotated[str, AfterValidator(_check_verdict)]
-_HttpUrl = Annotated[str, AfterValidator(_check_url)]
+# A sink URL may come from the environment too: a Slack incoming-webhook URL is a secret.
+_HttpUrl = Annotated[str, BeforeValidator(_expand_env), AfterValidator(_check_url)]
 _Secret = Annotated[str, BeforeValidator(_expand_env), AfterValidator(_check_secret)]
 
 
