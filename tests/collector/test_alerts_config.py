@@ -416,7 +416,7 @@ def test_a_missing_environment_variable_is_named(monkeypatch: pytest.MonkeyPatch
     problems = _problems(VALID_YAML)
     assert problems == [
         f"alerts.yaml:20: sinks[0].secrets[1]: environment variable {ENV} is not set "
-        f"(the secret is ${{{ENV}}})"
+        f"(the value is ${{{ENV}}})"
     ]
 
 
@@ -564,5 +564,5 @@ def test_cli_check_prints_every_problem_and_fails(tmp_path: Path) -> None:
         f"{path}:7: rules[0].verdicts[0]: 'slient' is not a verdict (did you mean 'silent'?); "
         f"known: {', '.join(VERDICTS)}",
         f"{path}:20: sinks[0].secrets[1]: environment variable {ENV} is not set "
-        f"(the secret is ${{{ENV}}})",
+        f"(the value is ${{{ENV}}})",
     ]
