@@ -58,7 +58,9 @@ def load_alerts(settings: Settings) -> AlertContext:
     config = (
         load_alerts_config(settings.alerts_file) if settings.alerts_file else (default_config())
     )
-    return AlertContext(config=config, dashboard_url=settings.dashboard_url)
+    return AlertContext(
+        config=config, dashboard_url=settings.dashboard_url, settle_s=settings.alert_settle_s
+    )
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:

@@ -53,6 +53,11 @@ class Settings(BaseSettings):
         default=30.0, description="how long a worker owns a notification it is delivering"
     )
     alert_tick_s: float = Field(default=1.0, description="how often the alert worker runs")
+    alert_settle_s: float = Field(
+        default=5.0,
+        description="events wait this long before they are notified, so out-of-order "
+        "stages can correct a verdict first (0 notifies in the ingest transaction)",
+    )
     alert_retry_base_s: float = Field(
         default=2.0, description="first retry delay; doubles per attempt up to max_backoff_s"
     )

@@ -21,6 +21,7 @@ from ctxledger.export import PipelineStats
 from ctxledger.http_hooks import httpx_event_hooks, instrument_http_client
 from ctxledger.items import DEFAULT_ID_FIELDS, DEFAULT_ITEM_KEYS
 from ctxledger.markers import DEFAULT_MARKERS, EMERGENCY_TRIM_PLACEHOLDER, Marker
+from ctxledger.remedies.govern import Policy, govern
 from ctxledger.runs import llm_request, new_run, run, tool_call
 from ctxledger.settings import Settings
 from ctxledger.verdicts import Tolerances
@@ -33,11 +34,13 @@ __all__ = [
     "Client",
     "Marker",
     "PipelineStats",
+    "Policy",
     "Settings",
     "Tolerances",
     "__version__",
     "configure",
     "flush",
+    "govern",
     "httpx_event_hooks",
     "instrument_http_client",
     "llm_request",

@@ -27,7 +27,9 @@ def _safe_default(value: Any) -> str:
         return str(value)
 
 
-def _call_id(name: str, kwargs: dict[str, Any], arg: str, accepts: bool) -> str:
+def resolve_call_id(name: str, kwargs: dict[str, Any], arg: str, accepts: bool) -> str:
+    """The tool call id: the keyword (removed unless the tool takes it), else the
+    ``ctxledger.tool_call`` context, else a generated one (logged once per tool)."""
     explicit = kwargs.get(arg) if accepts else kwargs.pop(arg, None)
     if isinstance(explicit, str) and explicit:
         return explicit
@@ -86,14 +88,14 @@ def tool(
 
             @functools.wraps(fn)
             async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
-                call_id = _call_id(tool_name, kwargs, call_id_arg, accepts)
+                call_id = resolve_call_id(tool_name, kwargs, call_id_arg, accepts)
                 return record(call_id, await fn(*args, **kwargs))
 
             return async_wrapper
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            call_id = _call_id(tool_name, kwargs, call_id_arg, accepts)
+            call_id = resolve_call_id(tool_name, kwargs, call_id_arg, accepts)
             return record(call_id, fn(*args, **kwargs))
 
         return wrapper

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Engine, insert, select, update
+from sqlalchemy import Engine, delete, insert, select, tuple_, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -34,6 +34,9 @@ GroupKey = tuple[str, str, str]  # rule, agent, tool
 class AlertContext:
     config: AlertsConfig
     dashboard_url: str | None = None
+    #: Events wait this long before they are notified, so stages that arrive out of order
+    #: (a declaration after the loss, a manifest before the stages) correct them first.
+    settle_s: float = 0.0
 
 
 def _insert(dialect: str) -> Any:
@@ -43,51 +46,96 @@ def _insert(dialect: str) -> Any:
 def record_events(
     session: Session, reports: Iterable[Report], context: AlertContext, now: float
 ) -> int:
-    """Write the events the reports trigger; notify groups whose window is open.
-    Returns how many events are new."""
+    """Bring the events of the journeys just judged in line with their verdicts: add the
+    rules they now match, correct or withdraw events not yet notified (a verdict can
+    change while stages arrive out of order). Notified events are history and stay.
+    Returns how many events are new or changed."""
     dialect = session.get_bind().dialect.name
-    rows = []
-    severities: dict[GroupKey, str] = {}
+    judged: set[tuple[str, str, str]] = set()
+    wanted: dict[tuple[str, str, str, str], dict[str, Any]] = {}
     for report in reports:
+        journey = (report.trace_id, report.tool_call_id, report.request_id or "")
+        judged.add(journey)
         for rule in matching_rules(context.config.rules, report):
-            key = (rule.name, report.agent_name or "", report.tool_name or "")
-            severities[key] = rule.severity
-            rows.append(
-                {
-                    "rule": rule.name,
-                    "severity": rule.severity,
-                    "agent": key[1],
-                    "tool": key[2],
-                    "trace_id": report.trace_id,
-                    "tool_call_id": report.tool_call_id,
-                    "request_key": report.request_id or "",
-                    "verdict": report.verdict,
-                    "step": report.step,
-                    "lost_items": report.lost_items,
-                    "lost_tokens": report.lost_tokens,
-                    "lost_priority_items": report.lost_priority_items,
-                    "observed_at": max((m.observed_at for m in report.stages), default=now),
-                    "created_at": now,
-                }
-            )
-    if not rows:
+            wanted[(rule.name, journey[0], journey[1], journey[2])] = {
+                "rule": rule.name,
+                "severity": rule.severity,
+                "agent": report.agent_name or "",
+                "tool": report.tool_name or "",
+                "trace_id": journey[0],
+                "tool_call_id": journey[1],
+                "request_key": journey[2],
+                "verdict": report.verdict,
+                "step": report.step,
+                "lost_items": report.lost_items,
+                "lost_tokens": report.lost_tokens,
+                "lost_priority_items": report.lost_priority_items,
+                "observed_at": max((m.observed_at for m in report.stages), default=now),
+                "created_at": now,
+            }
+    if not judged:
         return 0
-    stmt = (
-        _insert(dialect)(ALERT_EVENTS)
-        .on_conflict_do_nothing(index_elements=["rule", "trace_id", "tool_call_id", "request_key"])
-        .returning(ALERT_EVENTS.c.rule, ALERT_EVENTS.c.agent, ALERT_EVENTS.c.tool)
-    )
-    new_keys: set[GroupKey] = set()
-    new_events = 0
-    for row in rows:  # one statement each: RETURNING tells which rows were new
-        inserted = session.execute(stmt, row).first()
-        if inserted is not None:
-            new_events += 1
-            new_keys.add((inserted[0], inserted[1], inserted[2]))
-    for key in sorted(new_keys):  # sorted: replicas lock groups in one order
-        _touch_group(session, dialect, key, severities[key], now)
-        notify_group_if_due(session, key, context, now)
-    return new_events
+    columns = ALERT_EVENTS.c
+    journey_columns = (columns.trace_id, columns.tool_call_id, columns.request_key)
+    existing = session.execute(
+        select(
+            columns.id,
+            columns.rule,
+            columns.agent,
+            columns.tool,
+            columns.batch_id,
+            *journey_columns,
+        ).where(tuple_(*journey_columns).in_(sorted(judged)))
+    ).all()
+    notified = {
+        (row.rule, row.trace_id, row.tool_call_id, row.request_key)
+        for row in existing
+        if row.batch_id is not None
+    }
+    wanted = {key: event for key, event in wanted.items() if key not in notified}
+    withdrawn = [
+        row
+        for row in existing
+        if row.batch_id is None
+        and (row.rule, row.trace_id, row.tool_call_id, row.request_key) not in wanted
+    ]
+    severities = {(e["rule"], e["agent"], e["tool"]): e["severity"] for e in wanted.values()}
+    # Lock every group this touches first, in one order (the delivery worker too locks a
+    # group before its events), so replicas and the worker never deadlock.
+    for group in sorted(set(severities) | {(r.rule, r.agent, r.tool) for r in withdrawn}):
+        if group in severities:
+            _touch_group(session, dialect, group, severities[group], now)
+        else:
+            _locked_group(session, group)
+    if withdrawn:
+        session.execute(delete(ALERT_EVENTS).where(columns.id.in_([r.id for r in withdrawn])))
+    if not wanted:
+        return 0
+    stmt = _insert(dialect)(ALERT_EVENTS)
+    corrected = {
+        name: stmt.excluded[name]
+        for name in (
+            "severity",
+            "agent",
+            "tool",
+            "verdict",
+            "step",
+            "lost_items",
+            "lost_tokens",
+            "lost_priority_items",
+            "observed_at",
+        )
+    }
+    stmt = stmt.on_conflict_do_update(
+        index_elements=["rule", "trace_id", "tool_call_id", "request_key"],
+        set_=corrected,
+        where=columns.batch_id.is_(None),  # notified events are not rewritten
+    ).returning(columns.id)
+    changed = sum(1 for key in sorted(wanted) if session.execute(stmt, wanted[key]).first())
+    if context.settle_s <= 0:
+        for group in sorted(severities):
+            notify_group_if_due(session, group, context, now)
+    return changed
 
 
 def _touch_group(session: Session, dialect: str, key: GroupKey, severity: str, now: float) -> None:
