@@ -226,6 +226,8 @@ def notify_group_if_due(session: Session, key: GroupKey, context: AlertContext, 
                 ALERT_EVENTS.c.agent == key[1],
                 ALERT_EVENTS.c.tool == key[2],
                 ALERT_EVENTS.c.batch_id.is_(None),
+                # settled: old enough that out-of-order stages had their chance to correct it
+                ALERT_EVENTS.c.created_at <= now - context.settle_s,
             )
         )
         .mappings()
