@@ -26,6 +26,7 @@ def seeded_collector(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveC
         auto_migrate=True,
         sweep_interval_s=3600,
         dashboard_url="http://dashboard.test",
+        alert_settle_s=0,  # notify in the ingest transaction: the Alerts page has data at once
     )
     with LiveCollector(settings) as collector:
         client = ctxledger.configure(
