@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import importlib
 import json
 import os
 import re
@@ -30,11 +29,8 @@ from pathlib import Path
 from typing import Any, Protocol, TypedDict, runtime_checkable
 
 from ctxledger.items import DEFAULT_ID_FIELDS, DEFAULT_ITEM_KEYS, find_item_list, item_id
+from ctxledger.remedies.clip import boundary_at_or_before, grapheme_boundaries
 from ctxledger.serialize import to_text
-
-# ``regex`` ships without type stubs; importing it by name keeps mypy --strict quiet.
-_regex: Any = importlib.import_module("regex")
-_GRAPHEME: Any = _regex.compile(r"\X")
 
 #: Environment variable naming the default store's directory.
 SPILL_DIR_ENV = "CTXLEDGER_SPILL_DIR"
@@ -232,19 +228,6 @@ def default_store() -> DirectorySpillStore:
 # --- grapheme boundaries ---------------------------------------------------------------
 
 
-def _safe_start(text: str, pos: int) -> int:
-    """A grapheme boundary at or before ``pos`` that is one without looking further
-    back: after a line feed, or between two ASCII chars other than CR LF."""
-    for q in range(pos, max(0, pos - _SAFE_START_WINDOW), -1):
-        before = text[q - 1]
-        if before == "\n":
-            return q
-        after = text[q]
-        if before < "\x80" and after < "\x80" and not (before == "\r" and after == "\n"):
-            return q
-    return 0
-
-
 def grapheme_bounds(text: str, pos: int) -> tuple[int, int]:
     """The start and end of the grapheme cluster ``pos`` falls inside; ``(pos, pos)``
     when ``pos`` already is a boundary (positions are clamped to the text)."""
@@ -252,13 +235,10 @@ def grapheme_bounds(text: str, pos: int) -> tuple[int, int]:
         return 0, 0
     if pos >= len(text):
         return len(text), len(text)
-    for match in _GRAPHEME.finditer(text, _safe_start(text, pos)):
-        start, end = match.span()
-        if start == pos:
-            return pos, pos
-        if end > pos:
-            return start, end
-    return len(text), len(text)
+    start = boundary_at_or_before(text, pos)
+    if start == pos:
+        return pos, pos
+    return start, grapheme_boundaries(text, start, pos + 1)[-1]
 
 
 # --- record ids ------------------------------------------------------------------------
