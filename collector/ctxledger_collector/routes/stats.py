@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, HTTPException, Query
+from fastapi import APIRouter, Depends, HTTPException, Query
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
@@ -20,19 +20,28 @@ Until = Annotated[float | None, Query(description="unix seconds, exclusive")]
 Verdicts = Annotated[list[str] | None, Query(description="repeat to allow several")]
 
 
-@router.get("/stats/timeline", summary="Journeys by verdict over time")
-async def get_timeline(
-    state: StateDep,
+def journey_filter(
     since: Since = None,
     until: Until = None,
     agent: str | None = None,
     tool: str | None = None,
     verdict: Verdicts = None,
-    buckets: Annotated[int, Query(ge=1, le=500)] = 48,
-) -> dict[str, Any]:
-    f = ReportFilter(
+) -> ReportFilter:
+    """The filters every aggregate takes, from the query string."""
+    return ReportFilter(
         verdicts=verdict_filter(verdict), agent=agent, tool=tool, since=since, until=until
     )
+
+
+FilterDep = Annotated[ReportFilter, Depends(journey_filter)]
+
+
+@router.get("/stats/timeline", summary="Journeys by verdict over time")
+async def get_timeline(
+    state: StateDep,
+    f: FilterDep,
+    buckets: Annotated[int, Query(ge=1, le=500)] = 48,
+) -> dict[str, Any]:
 
     def read() -> dict[str, Any]:
         with Session(state.engine) as session:
@@ -44,17 +53,10 @@ async def get_timeline(
 @router.get("/stats/breakdown", summary="Per tool or agent: verdicts and losses, worst first")
 async def get_breakdown(
     state: StateDep,
+    f: FilterDep,
     by: Literal["tool", "agent"] = "tool",
-    since: Since = None,
-    until: Until = None,
-    agent: str | None = None,
-    tool: str | None = None,
-    verdict: Verdicts = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 20,
 ) -> dict[str, Any]:
-    f = ReportFilter(
-        verdicts=verdict_filter(verdict), agent=agent, tool=tool, since=since, until=until
-    )
 
     def read() -> dict[str, Any]:
         with Session(state.engine) as session:
