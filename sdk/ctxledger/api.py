@@ -13,9 +13,8 @@ from ctxledger.export import PipelineStats
 from ctxledger.items import DEFAULT_ID_FIELDS, DEFAULT_ITEM_KEYS
 from ctxledger.ledger import open_ledger
 from ctxledger.markers import DEFAULT_MARKERS, Marker
-from ctxledger.messages import ParsedMessages, parse_messages, parse_request_body
-from ctxledger.models import context_window_for
-from ctxledger.recorder import ManifestJob, StageJob
+from ctxledger.messages import ParsedMessages, parse_messages
+from ctxledger.recorder import RequestJob, StageJob
 from ctxledger.runs import RunState, current_run, parent_span
 from ctxledger.safety import never_raises
 from ctxledger.serialize import to_text
@@ -208,32 +207,25 @@ def measure_request(
     the exact bytes that leave the process."""
     client = get_client()
     run = current_run()
-    parsed_request = parse_request_body(body)
-    model = model or parsed_request.model
-    if model:
-        run.model = model
     request = run.claim_request()
-    encoding = _encoding(client, run, model)
-    parsed = parsed_request.messages
-    _submit_parts(client, run, parsed, sc.STAGE_SENT, request.request_id, request.step, encoding)
-    body_text = (
-        body.decode("utf-8", errors="replace")
+    # Only a snapshot on the agent's thread; decoding, parsing and measuring happen on
+    # the worker (a bytearray is copied: it could change after we return).
+    snapshot = (
+        bytes(body)
         if isinstance(body, (bytes, bytearray))
         else body
         if isinstance(body, str)
         else to_text(body)
     )
     client.recorder.submit(
-        ManifestJob(
+        RequestJob(
+            body=snapshot,
             request_id=request.request_id,
             step=request.step,
-            tool_call_ids=[p.tool_call_id for p in parsed.results],
-            tool_calls=[c.tool_call_id for c in parsed.calls],
-            agent_name=run.agent_name,
+            run=run,
             model=model,
-            body_text=body_text,
-            encoding=encoding,
-            context_window=context_window_for(model, client.context_windows),
+            default_encoding=client.settings.default_encoding,
+            context_windows=client.context_windows,
             parent=parent_span(run),
             context=otel_context.get_current(),
         )

@@ -23,7 +23,11 @@ from ctxledger import semconv as sc
 from ctxledger.analysis import TextAnalyzer, TextMeasurement
 from ctxledger.export import DropCounter
 from ctxledger.ledger import Ledger
+from ctxledger.messages import parse_request_body
+from ctxledger.models import context_window_for
+from ctxledger.runs import RunState
 from ctxledger.safety import raise_errors, report_failure
+from ctxledger.tokens import encoding_name_for
 from ctxledger.wire import manifest_from_attributes, measurement_from_attributes
 
 _CONTENT_LIMIT = 65_536
@@ -65,6 +69,23 @@ class ManifestJob:
     body_text: str | None = None
     encoding: str = "cl100k_base"
     context_window: int | None = None
+    parent: trace.Span | None = None
+    context: otel_context.Context | None = None
+    start_ns: int = field(default_factory=time.time_ns)
+
+
+@dataclass(frozen=True)
+class RequestJob:
+    """A request body as it left the process; decoded and parsed on the worker, not on
+    the agent's thread (bytes and str are immutable, so holding them is a snapshot)."""
+
+    body: str | bytes
+    request_id: str
+    step: int
+    run: RunState
+    model: str | None
+    default_encoding: str
+    context_windows: Mapping[str, int]
     parent: trace.Span | None = None
     context: otel_context.Context | None = None
     start_ns: int = field(default_factory=time.time_ns)
@@ -142,7 +163,7 @@ class Recorder:
         self.ledger = ledger
         self.capture_content = capture_content
         self._max_queue = max_queue
-        self._queue: deque[StageJob | ManifestJob] = deque()
+        self._queue: deque[StageJob | ManifestJob | RequestJob] = deque()
         self._cond = threading.Condition()
         self._busy = False
         self._closed = False
@@ -150,7 +171,7 @@ class Recorder:
         self._thread = threading.Thread(target=self._run, name="ctxledger-measure", daemon=True)
         self._thread.start()
 
-    def submit(self, job: StageJob | ManifestJob) -> bool:
+    def submit(self, job: StageJob | ManifestJob | RequestJob) -> bool:
         """Enqueue without blocking; False (and counted) when the queue is full."""
         with self._cond:
             if self._closed or len(self._queue) >= self._max_queue:
@@ -176,6 +197,8 @@ class Recorder:
             try:
                 if isinstance(job, StageJob):
                     self._emit_stage(job)
+                elif isinstance(job, RequestJob):
+                    self._emit_request(job)
                 else:
                     self._emit_manifest(job)
             except Exception as error:
@@ -201,6 +224,48 @@ class Recorder:
                     attrs, trace_id=trace_id, span_id=span_id, observed_at=time.time()
                 )
             )
+
+    def _emit_request(self, job: RequestJob) -> None:
+        """Every tool result of a sent body as the ``sent`` stage, then its manifest."""
+        body_text = job.body if isinstance(job.body, str) else job.body.decode("utf-8", "replace")
+        parsed = parse_request_body(body_text)
+        model = job.model or parsed.model
+        if model:
+            job.run.model = model
+        encoding = encoding_name_for(model or job.run.model, job.default_encoding)
+        for part in parsed.messages.results:
+            self._emit_stage(
+                StageJob(
+                    stage=sc.STAGE_SENT,
+                    order=sc.BUILTIN_STAGE_ORDER[sc.STAGE_SENT],
+                    text=part.text,
+                    tool_call_id=part.tool_call_id,
+                    tool_name=part.tool_name,
+                    request_id=job.request_id,
+                    step=job.step,
+                    agent_name=job.run.agent_name,
+                    encoding=encoding,
+                    parent=job.parent,
+                    context=job.context,
+                    start_ns=job.start_ns,
+                )
+            )
+        self._emit_manifest(
+            ManifestJob(
+                request_id=job.request_id,
+                step=job.step,
+                tool_call_ids=[p.tool_call_id for p in parsed.messages.results],
+                tool_calls=[c.tool_call_id for c in parsed.messages.calls],
+                agent_name=job.run.agent_name,
+                model=model,
+                body_text=body_text,
+                encoding=encoding,
+                context_window=context_window_for(model, dict(job.context_windows)),
+                parent=job.parent,
+                context=job.context,
+                start_ns=job.start_ns,
+            )
+        )
 
     def _emit_manifest(self, job: ManifestJob) -> None:
         attrs: dict[str, AttributeValue] = {
