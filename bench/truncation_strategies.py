@@ -47,7 +47,7 @@ from typing import Any
 os.environ["CTXLEDGER_RAISE_ERRORS"] = "1"
 
 import ctxledger
-from ctxledger.analysis import TextAnalyzer, TextMeasurement
+from ctxledger._analysis import TextAnalyzer, TextMeasurement
 from ctxledger.remedies.rows import SUSPICIOUS_NOTE, KeepRule, clip_rows, keep_structured
 from ctxledger.remedies.spill import DirectorySpillStore, fetch, spill
 from ctxledger.verdicts import Measurement, judge_trace

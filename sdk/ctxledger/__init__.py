@@ -6,7 +6,7 @@ wire contract. ``import ctxledger`` loads no server dependency.
 """
 
 from ctxledger.__about__ import __version__
-from ctxledger.api import (
+from ctxledger._api import (
     configure,
     flush,
     measure,
@@ -15,15 +15,14 @@ from ctxledger.api import (
     settings,
     stats,
 )
-from ctxledger.client import Client
-from ctxledger.decorator import tool
-from ctxledger.export import PipelineStats
-from ctxledger.http_hooks import httpx_event_hooks, instrument_http_client
-from ctxledger.items import DEFAULT_ID_FIELDS, DEFAULT_ITEM_KEYS
-from ctxledger.markers import DEFAULT_MARKERS, EMERGENCY_TRIM_PLACEHOLDER, Marker
+from ctxledger._decorator import tool
+from ctxledger._export import PipelineStats
+from ctxledger._http_hooks import httpx_event_hooks, instrument_http_client
+from ctxledger._items import DEFAULT_ID_FIELDS, DEFAULT_ITEM_KEYS
+from ctxledger._markers import DEFAULT_MARKERS, EMERGENCY_TRIM_PLACEHOLDER, Marker
+from ctxledger._runs import llm_request, new_run, run, tool_call
+from ctxledger._settings import Settings
 from ctxledger.remedies.govern import Policy, govern
-from ctxledger.runs import llm_request, new_run, run, tool_call
-from ctxledger.settings import Settings
 from ctxledger.verdicts import Tolerances
 
 __all__ = [
@@ -31,7 +30,6 @@ __all__ = [
     "DEFAULT_ITEM_KEYS",
     "DEFAULT_MARKERS",
     "EMERGENCY_TRIM_PLACEHOLDER",
-    "Client",
     "Marker",
     "PipelineStats",
     "Policy",

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 import ctxledger
+from ctxledger._ledger import Ledger
 from ctxledger.demo_incidents import (
     CLEAN_CALL_IDS,
     DEFAULT_MODEL,
@@ -32,7 +33,6 @@ from ctxledger.demo_incidents import (
     tool_call,
     tool_message,
 )
-from ctxledger.ledger import Ledger
 
 MAX_CONTEXT_CHARS = 16_000
 SEARCH_CALL_ID, LOOKUP_CALL_ID = "call_search_1", "call_order_1"

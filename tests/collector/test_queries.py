@@ -26,6 +26,7 @@ import tiktoken
 from tiktoken.registry import list_encoding_names
 
 import ctxledger
+from ctxledger._client import Client
 from ctxledger.verdicts import VERDICT_SEVERITY
 from ctxledger_collector.settings import Settings
 from tests.collector.live_collector import LiveCollector
@@ -40,7 +41,7 @@ LOG_LINES = [
 ]
 LOG_HEAD = 20
 
-Configure = Callable[..., ctxledger.Client]
+Configure = Callable[..., Client]
 
 
 
@@ -49,9 +50,9 @@ def configure_sdk() -> Iterator[Configure]:
     """``configure_sdk(service_name, endpoint)``: a process-wide SDK client exporting over
     OTLP/HTTP; every client made is shut down at the end of the test (before the collector
     it exports to stops), and an inert client is left for whatever runs next."""
-    clients: list[ctxledger.Client] = []
+    clients: list[Client] = []
 
-    def configure(service_name: str, endpoint: str, **kwargs: Any) -> ctxledger.Client:
+    def configure(service_name: str, endpoint: str, **kwargs: Any) -> Client:
         kwargs.setdefault("context_windows", {MODEL: CONTEXT_WINDOW})
         client = ctxledger.configure(
             service_name=service_name, endpoint=endpoint, ledger="off", **kwargs
@@ -141,7 +142,7 @@ def seed_run_c() -> None:
         send(messages)
 
 
-def seed(configure: Configure, url: str) -> list[ctxledger.Client]:
+def seed(configure: Configure, url: str) -> list[Client]:
     """Run A from service svc-alpha, then runs B and C from service svc-beta."""
     alpha = configure("svc-alpha", url)
     seed_run_a()

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 import ctxledger
+from ctxledger._client import Client
 
 from .otlp_receiver import OTLPReceiver
 from .stand_in_llm import ChatCompletionsServer
@@ -27,12 +28,12 @@ def llm_server() -> Iterator[ChatCompletionsServer]:
 
 
 @pytest.fixture
-def configure_sdk(receiver: OTLPReceiver) -> Iterator[Callable[..., ctxledger.Client]]:
+def configure_sdk(receiver: OTLPReceiver) -> Iterator[Callable[..., Client]]:
     """``configure_sdk(**kwargs)`` installs a fresh process-wide client exporting to this
     test's receiver. Afterwards the client is shut down while the receiver still listens,
     and an inert (non-exporting) client is left in place for whatever runs next."""
 
-    def configure(**kwargs: Any) -> ctxledger.Client:
+    def configure(**kwargs: Any) -> Client:
         kwargs.setdefault("service_name", "e2e-agent")
         kwargs.setdefault("endpoint", receiver.url)
         return ctxledger.configure(**kwargs)

@@ -14,6 +14,7 @@ import openai
 
 import ctxledger
 from ctxledger import semconv as sc
+from ctxledger._client import Client
 
 from .helpers import count_tokens, manifest_spans, stage_spans
 from .otlp_receiver import OTLPReceiver
@@ -87,7 +88,7 @@ def _assert_sent_is_what_the_server_received(
 
 
 def test_openai_sync_client_sent_stage_matches_received_bytes(
-    configure_sdk: Callable[..., ctxledger.Client],
+    configure_sdk: Callable[..., Client],
     receiver: OTLPReceiver,
     llm_server: ChatCompletionsServer,
 ) -> None:
@@ -108,7 +109,7 @@ def test_openai_sync_client_sent_stage_matches_received_bytes(
 
 
 def test_openai_async_client_sent_stage_matches_received_bytes(
-    configure_sdk: Callable[..., ctxledger.Client],
+    configure_sdk: Callable[..., Client],
     receiver: OTLPReceiver,
     llm_server: ChatCompletionsServer,
 ) -> None:

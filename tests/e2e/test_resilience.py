@@ -10,6 +10,7 @@ import pytest
 
 import ctxledger
 from ctxledger import semconv as sc
+from ctxledger._client import Client
 
 from .helpers import wait_for
 from .otlp_receiver import OTLPReceiver
@@ -23,7 +24,7 @@ def _free_port() -> int:
 
 
 def test_outage_then_recovery_loses_nothing(
-    configure_sdk: Callable[..., ctxledger.Client], receiver: OTLPReceiver
+    configure_sdk: Callable[..., Client], receiver: OTLPReceiver
 ) -> None:
     configure_sdk()
     receiver.fail(503)  # with Retry-After: 0, so the SDK's own retry loop does the work
@@ -54,7 +55,7 @@ def test_outage_then_recovery_loses_nothing(
 
 
 def test_overflow_with_a_dead_endpoint_is_counted(
-    configure_sdk: Callable[..., ctxledger.Client], monkeypatch: pytest.MonkeyPatch
+    configure_sdk: Callable[..., Client], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The standard OTel knob: the exporter gives a refused batch up after 0.5 s instead of
     # retrying for 10 s itself, so the SDK's own buffer and retry are what is tested.
@@ -85,7 +86,7 @@ def test_overflow_with_a_dead_endpoint_is_counted(
 
 
 def test_replacing_a_client_during_an_outage_counts_what_could_not_leave(
-    configure_sdk: Callable[..., ctxledger.Client], receiver: OTLPReceiver
+    configure_sdk: Callable[..., Client], receiver: OTLPReceiver
 ) -> None:
     old = configure_sdk()
     receiver.fail(503)

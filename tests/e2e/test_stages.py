@@ -12,6 +12,7 @@ import pytest
 
 import ctxledger
 from ctxledger import semconv as sc
+from ctxledger._client import Client
 
 from .helpers import count_tokens, manifest_spans, stage_spans
 from .otlp_receiver import OTLPReceiver, ReceivedSpan
@@ -95,7 +96,7 @@ def _all_values(span: ReceivedSpan) -> list[str]:
 
 
 def test_four_stages_and_manifest_follow_the_wire_contract(
-    configure_sdk: Callable[..., ctxledger.Client], receiver: OTLPReceiver
+    configure_sdk: Callable[..., Client], receiver: OTLPReceiver
 ) -> None:
     configure_sdk(service_name="seed-004-agent")
     agent = run_seed_004()
@@ -176,7 +177,7 @@ def test_four_stages_and_manifest_follow_the_wire_contract(
 
 
 def test_each_run_is_its_own_trace(
-    configure_sdk: Callable[..., ctxledger.Client], receiver: OTLPReceiver
+    configure_sdk: Callable[..., Client], receiver: OTLPReceiver
 ) -> None:
     configure_sdk()
     for call in ("call_a", "call_b"):
@@ -196,7 +197,7 @@ SENTINEL = "SENTINEL-c0ffee-5f1b9e-私密"
 
 
 def test_no_attribute_carries_content_by_default(
-    configure_sdk: Callable[..., ctxledger.Client], receiver: OTLPReceiver
+    configure_sdk: Callable[..., Client], receiver: OTLPReceiver
 ) -> None:
     configure_sdk()
     run_seed_004(secret=SENTINEL)
@@ -218,7 +219,7 @@ def test_no_attribute_carries_content_by_default(
 
 
 def test_capture_content_opt_in_sends_the_text(
-    configure_sdk: Callable[..., ctxledger.Client], receiver: OTLPReceiver
+    configure_sdk: Callable[..., Client], receiver: OTLPReceiver
 ) -> None:
     configure_sdk(capture_content=True)
     agent = run_seed_004(secret=SENTINEL)
@@ -247,7 +248,7 @@ def test_capture_content_opt_in_sends_the_text(
     ids=["argument", "environment", "none"],
 )
 def test_api_key_is_sent_as_bearer_token(
-    configure_sdk: Callable[..., ctxledger.Client],
+    configure_sdk: Callable[..., Client],
     receiver: OTLPReceiver,
     monkeypatch: pytest.MonkeyPatch,
     api_key: str | None,
@@ -266,7 +267,7 @@ def test_api_key_is_sent_as_bearer_token(
 
 
 def test_measure_never_raises_into_the_agent(
-    configure_sdk: Callable[..., ctxledger.Client],
+    configure_sdk: Callable[..., Client],
     receiver: OTLPReceiver,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -282,7 +283,7 @@ def test_measure_never_raises_into_the_agent(
 
 
 def test_measure_raises_under_pytest_by_default(
-    configure_sdk: Callable[..., ctxledger.Client],
+    configure_sdk: Callable[..., Client],
     receiver: OTLPReceiver,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

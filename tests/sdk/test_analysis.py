@@ -7,9 +7,9 @@ import json
 import pytest
 import tiktoken
 
-from ctxledger.analysis import AnalysisOptions, TextAnalyzer, canonical_json
-from ctxledger.markers import EMERGENCY_TRIM_PLACEHOLDER
-from ctxledger.tokens import TokenCounter
+from ctxledger._analysis import AnalysisOptions, TextAnalyzer, canonical_json
+from ctxledger._markers import EMERGENCY_TRIM_PLACEHOLDER
+from ctxledger._tokens import TokenCounter
 
 RECORDS = [
     {"id": f"doc-{i:02d}", "title": f"退款规则第{i}条", "score": 0.5 + i / 100} for i in range(50)

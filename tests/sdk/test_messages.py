@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from ctxledger import messages as messages_module
-from ctxledger.messages import (
+from ctxledger import _messages as messages_module
+from ctxledger._messages import (
     ParsedMessages,
     ParsedRequest,
     RequestBodyError,

@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ctxledger
-from ctxledger.analysis import TextAnalyzer
-from ctxledger.markers import MarkerScanner
+from ctxledger._analysis import TextAnalyzer
+from ctxledger._markers import MarkerScanner
 from ctxledger.remedies.budget import Budget, as_budget
 from ctxledger.remedies.clip import (
     Clipped,

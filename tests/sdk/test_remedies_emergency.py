@@ -14,8 +14,9 @@ import pytest
 from opentelemetry.sdk.trace import TracerProvider
 
 import ctxledger
-from ctxledger.markers import EMERGENCY_TRIM_PLACEHOLDER
-from ctxledger.messages import parse_messages
+from ctxledger._markers import EMERGENCY_TRIM_PLACEHOLDER
+from ctxledger._messages import parse_messages
+from ctxledger._serialize import to_text
 from ctxledger.remedies import emergency
 from ctxledger.remedies.emergency import (
     EVENT_CONTEXT_LENGTH_EXCEEDED,
@@ -28,7 +29,6 @@ from ctxledger.remedies.emergency import (
     is_trimmed,
 )
 from ctxledger.remedies.pairing import assert_paired, check_pairing
-from ctxledger.serialize import to_text
 
 MODEL = "gpt-4o"
 TOOLS = (

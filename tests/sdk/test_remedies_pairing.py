@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from ctxledger.markers import EMERGENCY_TRIM_PLACEHOLDER
+from ctxledger._markers import EMERGENCY_TRIM_PLACEHOLDER
 from ctxledger.remedies.pairing import PairingProblem, assert_paired, check_pairing
 
 

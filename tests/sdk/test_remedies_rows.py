@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 import ctxledger
-from ctxledger.analysis import TextAnalyzer
-from ctxledger.markers import MarkerScanner
+from ctxledger._analysis import TextAnalyzer
+from ctxledger._markers import MarkerScanner
 from ctxledger.remedies.budget import Budget
 from ctxledger.remedies.paging import paginate
 from ctxledger.remedies.rows import (

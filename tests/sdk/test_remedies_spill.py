@@ -15,7 +15,7 @@ import pytest
 import regex
 
 import ctxledger
-from ctxledger.markers import MarkerScanner
+from ctxledger._markers import MarkerScanner
 from ctxledger.remedies import spill as spill_mod
 from ctxledger.remedies.spill import (
     DirectorySpillStore,

@@ -5,7 +5,7 @@ import json
 
 import pydantic
 
-from ctxledger.serialize import to_text
+from ctxledger._serialize import to_text
 
 
 @dataclasses.dataclass

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from ctxledger.settings import DEFAULT_ENDPOINT, Settings
+from ctxledger._settings import DEFAULT_ENDPOINT, Settings
 
 
 def test_argument_then_environment_then_default():

@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypedDict
 
-from ctxledger.safety import raise_errors, report_failure
-from ctxledger.serialize import to_text
-from ctxledger.tokens import DEFAULT_ENCODING, TokenCounter
+from ctxledger._safety import raise_errors, report_failure
+from ctxledger._serialize import to_text
+from ctxledger._tokens import DEFAULT_ENCODING, TokenCounter
 
 # Exact counts at any length: a budget check must never rest on an extrapolation.
 _COUNTER = TokenCounter(max_exact_chars=sys.maxsize)

@@ -9,9 +9,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ctxledger._safety import raise_errors, report_failure
+from ctxledger._serialize import to_text
 from ctxledger.remedies.budget import Budget, Declaration, as_budget, declaration
-from ctxledger.safety import raise_errors, report_failure
-from ctxledger.serialize import to_text
 
 # ``regex`` ships with tiktoken; it has no type stubs, hence the dynamic import.
 _regex: Any = importlib.import_module("regex")
@@ -51,7 +51,7 @@ class Clipped:
 
 
 def as_text(value: Any) -> str:
-    """Any value as text (see :func:`ctxledger.serialize.to_text`), never raising."""
+    """Any value as text (see :func:`ctxledger._serialize.to_text`), never raising."""
     if isinstance(value, str):
         return value
     if value is None:

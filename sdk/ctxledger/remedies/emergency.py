@@ -2,7 +2,7 @@
 
 When a provider rejects a request with ``context_length_exceeded``, there is no time to
 summarise. :func:`emergency_trim` replaces the *content* of the oldest tool results with
-:data:`~ctxledger.markers.EMERGENCY_TRIM_PLACEHOLDER`, one at a time, re-estimating the
+:data:`~ctxledger._markers.EMERGENCY_TRIM_PLACEHOLDER`, one at a time, re-estimating the
 size after each, and stops as soon as the estimate is at or below the target (by default
 half of the current estimate, leaving room for the conversation to grow). Nothing else
 changes: every message stays, in its position, with its ids and names, so every tool
@@ -41,12 +41,12 @@ from typing import Any, Final, TypeVar
 
 from opentelemetry import trace
 
-from ctxledger.api import measure
-from ctxledger.markers import EMERGENCY_TRIM_PLACEHOLDER
-from ctxledger.messages import parse_messages
-from ctxledger.safety import never_raises
-from ctxledger.serialize import to_text
-from ctxledger.tokens import TokenCounter, encoding_name_for
+from ctxledger._api import measure
+from ctxledger._markers import EMERGENCY_TRIM_PLACEHOLDER
+from ctxledger._messages import parse_messages
+from ctxledger._safety import never_raises
+from ctxledger._serialize import to_text
+from ctxledger._tokens import TokenCounter, encoding_name_for
 
 __all__ = [
     "CONTEXT_LENGTH_PREDICATES",

@@ -16,14 +16,14 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ctxledger import semconv as sc
-from ctxledger.api import measure
-from ctxledger.decorator import resolve_call_id
+from ctxledger._api import measure
+from ctxledger._decorator import resolve_call_id
+from ctxledger._serialize import to_text
 from ctxledger.remedies.budget import Budget
 from ctxledger.remedies.clip import clip_text
 from ctxledger.remedies.paging import paginate
 from ctxledger.remedies.rows import DEFAULT_RULES, KeepRule, clip_rows, keep_structured
 from ctxledger.remedies.spill import SpillStore, spill
-from ctxledger.serialize import to_text
 
 Strategy = Literal["auto", "clip", "rows", "structured", "page", "spill"]
 
@@ -54,7 +54,7 @@ class Governed:
 
 
 def _has_rows(text: str) -> bool:
-    from ctxledger.items import DEFAULT_ITEM_KEYS, find_item_list
+    from ctxledger._items import DEFAULT_ITEM_KEYS, find_item_list
 
     try:
         parsed = json.loads(text)

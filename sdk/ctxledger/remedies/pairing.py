@@ -5,7 +5,7 @@ providers reject a request in which a tool call has no result, or a result answe
 call. Deleting a tool result to save space (the naive emergency trim) breaks exactly
 this. :func:`check_pairing` lists the problems; :func:`assert_paired` fails a test on
 any of them. Both read OpenAI chat, Anthropic and Responses lists through
-:func:`ctxledger.messages.parse_messages`.
+:func:`ctxledger._messages.parse_messages`.
 
 A result pairs with a call of the same id in an *earlier* message (or input item). A
 call with no result anywhere after it is ``call_without_result``; a result with no
@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from ctxledger.messages import parse_messages
+from ctxledger._messages import parse_messages
 
 __all__ = [
     "CALL_WITHOUT_RESULT",

@@ -20,10 +20,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxledger.items import DEFAULT_ITEM_KEYS
+from ctxledger._items import DEFAULT_ITEM_KEYS
+from ctxledger._safety import raise_errors, report_failure
 from ctxledger.remedies.budget import Budget, Declaration, as_budget, declaration
 from ctxledger.remedies.clip import Clipped, as_text, clip_text, largest
-from ctxledger.safety import raise_errors, report_failure
 
 Path = tuple[str, ...]
 
@@ -46,7 +46,7 @@ class Loaded:
 
 def load(value: Any) -> Loaded:
     """Parse text or bytes as JSON; any other value goes through its JSON text (see
-    :func:`ctxledger.serialize.to_text`), so dataclasses and models become plain JSON."""
+    :func:`ctxledger._serialize.to_text`), so dataclasses and models become plain JSON."""
     text = as_text(value)
     try:
         return Loaded(json.loads(text), text, True)

@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypedDict, runtime_checkable
 
-from ctxledger.items import DEFAULT_ID_FIELDS, DEFAULT_ITEM_KEYS, find_item_list, item_id
+from ctxledger._items import DEFAULT_ID_FIELDS, DEFAULT_ITEM_KEYS, find_item_list, item_id
+from ctxledger._serialize import to_text
 from ctxledger.remedies.clip import boundary_at_or_before, grapheme_boundaries
-from ctxledger.serialize import to_text
 
 #: Environment variable naming the default store's directory.
 SPILL_DIR_ENV = "CTXLEDGER_SPILL_DIR"
@@ -394,7 +394,7 @@ def spill(
 ) -> Spilled:
     """Fit a tool result into ``budget_chars`` by spilling it.
 
-    Text (or any value, as the JSON :func:`ctxledger.serialize.to_text` gives) within
+    Text (or any value, as the JSON :func:`ctxledger._serialize.to_text` gives) within
     the budget comes back unchanged. Over it, the whole text goes to ``store`` (default:
     :func:`default_store`) and the model gets the head of the text, cut on a grapheme
     boundary, then a ``[ctxledger: spilled …]`` marker with the total, the chars shown,

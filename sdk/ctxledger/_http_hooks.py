@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ctxledger.api import measure_request
-from ctxledger.safety import never_raises
+from ctxledger._api import measure_request
+from ctxledger._safety import never_raises
 
 #: Request paths of the chat APIs whose bodies carry tool results.
 LLM_PATH_SUFFIXES: tuple[str, ...] = ("/chat/completions", "/messages", "/responses")

@@ -15,14 +15,14 @@ from opentelemetry.sdk.trace import TracerProvider
 
 from ctxledger import __about__
 from ctxledger import semconv as sc
-from ctxledger.analysis import AnalysisOptions, TextAnalyzer
-from ctxledger.export import BufferedSpanProcessor, DropCounter, PipelineStats
-from ctxledger.items import DEFAULT_ID_FIELDS, DEFAULT_ITEM_KEYS
-from ctxledger.ledger import Ledger, open_ledger
-from ctxledger.markers import DEFAULT_MARKERS, Marker, MarkerScanner
-from ctxledger.recorder import Recorder
-from ctxledger.settings import Settings
-from ctxledger.tokens import TokenCounter
+from ctxledger._analysis import AnalysisOptions, TextAnalyzer
+from ctxledger._export import BufferedSpanProcessor, DropCounter, PipelineStats
+from ctxledger._items import DEFAULT_ID_FIELDS, DEFAULT_ITEM_KEYS
+from ctxledger._ledger import Ledger, open_ledger
+from ctxledger._markers import DEFAULT_MARKERS, Marker, MarkerScanner
+from ctxledger._recorder import Recorder
+from ctxledger._settings import Settings
+from ctxledger._tokens import TokenCounter
 
 logger = logging.getLogger("ctxledger")
 

@@ -8,18 +8,18 @@ from typing import Any
 from opentelemetry import context as otel_context
 
 from ctxledger import semconv as sc
-from ctxledger.client import Client, get_client, install
-from ctxledger.export import PipelineStats
-from ctxledger.items import DEFAULT_ID_FIELDS, DEFAULT_ITEM_KEYS
-from ctxledger.ledger import open_ledger
-from ctxledger.markers import DEFAULT_MARKERS, Marker
-from ctxledger.messages import ParsedMessages, parse_messages
-from ctxledger.recorder import RequestJob, StageJob
-from ctxledger.runs import RunState, current_run, parent_span
-from ctxledger.safety import never_raises
-from ctxledger.serialize import to_text
-from ctxledger.settings import Settings
-from ctxledger.tokens import encoding_name_for
+from ctxledger._client import Client, get_client, install
+from ctxledger._export import PipelineStats
+from ctxledger._items import DEFAULT_ID_FIELDS, DEFAULT_ITEM_KEYS
+from ctxledger._ledger import open_ledger
+from ctxledger._markers import DEFAULT_MARKERS, Marker
+from ctxledger._messages import ParsedMessages, parse_messages
+from ctxledger._recorder import RequestJob, StageJob
+from ctxledger._runs import RunState, current_run, parent_span
+from ctxledger._safety import never_raises
+from ctxledger._serialize import to_text
+from ctxledger._settings import Settings
+from ctxledger._tokens import encoding_name_for
 from ctxledger.verdicts import Tolerances
 
 

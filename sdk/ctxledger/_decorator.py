@@ -10,9 +10,9 @@ from collections.abc import Callable
 from typing import Any, overload
 
 from ctxledger import semconv as sc
-from ctxledger.api import measure
-from ctxledger.runs import current_tool_call
-from ctxledger.serialize import to_text
+from ctxledger._api import measure
+from ctxledger._runs import current_tool_call
+from ctxledger._serialize import to_text
 
 logger = logging.getLogger("ctxledger")
 ToolFunction = Callable[..., Any]

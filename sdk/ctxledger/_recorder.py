@@ -20,14 +20,14 @@ from opentelemetry import trace
 from opentelemetry.util.types import AttributeValue
 
 from ctxledger import semconv as sc
-from ctxledger.analysis import TextAnalyzer, TextMeasurement
-from ctxledger.export import DropCounter
-from ctxledger.ledger import Ledger
-from ctxledger.messages import parse_request_body
-from ctxledger.models import context_window_for
-from ctxledger.runs import RunState
-from ctxledger.safety import raise_errors, report_failure
-from ctxledger.tokens import encoding_name_for
+from ctxledger._analysis import TextAnalyzer, TextMeasurement
+from ctxledger._export import DropCounter
+from ctxledger._ledger import Ledger
+from ctxledger._messages import parse_request_body
+from ctxledger._models import context_window_for
+from ctxledger._runs import RunState
+from ctxledger._safety import raise_errors, report_failure
+from ctxledger._tokens import encoding_name_for
 from ctxledger.wire import manifest_from_attributes, measurement_from_attributes
 
 _CONTENT_LIMIT = 65_536

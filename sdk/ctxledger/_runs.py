@@ -116,12 +116,12 @@ def run(agent_name: str | None = None) -> Iterator[RunState]:
 def _start_run_span(agent_name: str | None) -> trace.Span | None:
     try:
         from ctxledger import semconv
-        from ctxledger.client import get_client
+        from ctxledger._client import get_client
 
         attributes = {semconv.AGENT_NAME: agent_name} if agent_name else {}
         return get_client().tracer.start_span(semconv.SPAN_RUN, attributes=attributes)
     except Exception as error:  # a run without its span still groups measurements
-        from ctxledger.safety import raise_errors, report_failure
+        from ctxledger._safety import raise_errors, report_failure
 
         if raise_errors():
             raise
