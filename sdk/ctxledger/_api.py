@@ -185,7 +185,7 @@ def measure_messages(
     client = get_client()
     run = current_run()
     if model:
-        run.model = model
+        run.remember_model(model)
     request = run.open_request(request_id, step)
     parsed = parse_messages(messages)
     encoding = _encoding(client, run, model)
@@ -222,8 +222,9 @@ def measure_request(
             body=snapshot,
             request_id=request.request_id,
             step=request.step,
-            run=run,
+            agent_name=run.agent_name,
             model=model,
+            run_model=run.model,
             default_encoding=client.settings.default_encoding,
             context_windows=client.context_windows,
             parent=parent_span(run),

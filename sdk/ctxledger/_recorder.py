@@ -25,7 +25,6 @@ from ctxledger._export import DropCounter
 from ctxledger._ledger import Ledger
 from ctxledger._messages import parse_request_body
 from ctxledger._models import context_window_for
-from ctxledger._runs import RunState
 from ctxledger._safety import raise_errors, report_failure
 from ctxledger._tokens import encoding_name_for
 from ctxledger.wire import manifest_from_attributes, measurement_from_attributes
@@ -77,13 +76,18 @@ class ManifestJob:
 @dataclass(frozen=True)
 class RequestJob:
     """A request body as it left the process; decoded and parsed on the worker, not on
-    the agent's thread (bytes and str are immutable, so holding them is a snapshot)."""
+    the agent's thread (bytes and str are immutable, so holding them is a snapshot).
+
+    Only snapshots: the worker never reads or writes the agent's run state. ``model`` is
+    the model the caller named; ``run_model`` the run's model when the body was sent.
+    """
 
     body: str | bytes
     request_id: str
     step: int
-    run: RunState
+    agent_name: str | None
     model: str | None
+    run_model: str | None
     default_encoding: str
     context_windows: Mapping[str, int]
     parent: trace.Span | None = None
@@ -230,9 +234,7 @@ class Recorder:
         body_text = job.body if isinstance(job.body, str) else job.body.decode("utf-8", "replace")
         parsed = parse_request_body(body_text)
         model = job.model or parsed.model
-        if model:
-            job.run.model = model
-        encoding = encoding_name_for(model or job.run.model, job.default_encoding)
+        encoding = encoding_name_for(model or job.run_model, job.default_encoding)
         for part in parsed.messages.results:
             self._emit_stage(
                 StageJob(
@@ -243,7 +245,7 @@ class Recorder:
                     tool_name=part.tool_name,
                     request_id=job.request_id,
                     step=job.step,
-                    agent_name=job.run.agent_name,
+                    agent_name=job.agent_name,
                     encoding=encoding,
                     parent=job.parent,
                     context=job.context,
@@ -256,7 +258,7 @@ class Recorder:
                 step=job.step,
                 tool_call_ids=[p.tool_call_id for p in parsed.messages.results],
                 tool_calls=[c.tool_call_id for c in parsed.messages.calls],
-                agent_name=job.run.agent_name,
+                agent_name=job.agent_name,
                 model=model,
                 body_text=body_text,
                 encoding=encoding,

@@ -19,6 +19,10 @@ from dataclasses import dataclass, field
 from opentelemetry import trace
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
+from ctxledger import semconv
+from ctxledger._client import get_client
+from ctxledger._safety import raise_errors, report_failure
+
 
 @dataclass
 class RequestState:
@@ -46,6 +50,11 @@ class RunState:
                     step=step if step is not None else self.step + 1,
                 )
             return self.pending
+
+    def remember_model(self, model: str) -> None:
+        """The model later measurements of this run count tokens for (agent thread only)."""
+        with self.lock:
+            self.model = model
 
     def claim_request(self) -> RequestState:
         """Take the pending request for a request body that is leaving now."""
@@ -115,14 +124,9 @@ def run(agent_name: str | None = None) -> Iterator[RunState]:
 
 def _start_run_span(agent_name: str | None) -> trace.Span | None:
     try:
-        from ctxledger import semconv
-        from ctxledger._client import get_client
-
         attributes = {semconv.AGENT_NAME: agent_name} if agent_name else {}
         return get_client().tracer.start_span(semconv.SPAN_RUN, attributes=attributes)
     except Exception as error:  # a run without its span still groups measurements
-        from ctxledger._safety import raise_errors, report_failure
-
         if raise_errors():
             raise
         report_failure("ctxledger.run", error)

@@ -138,3 +138,31 @@ def test_anthropic_messages_are_measured_by_call_id(ledger_file):
     assert any("orders[toolu_1] assembled" in line and "items=3" in line for line in lines)
     assert any("orders[toolu_1] sent" in line for line in lines)
     assert any("tokens=" in line and "/200,000" in line for line in lines)
+
+
+def test_the_worker_never_writes_back_into_the_agents_run(ledger_file):
+    """Jobs carry snapshots: the model the worker reads from a sent body stays on the
+    worker, so the next measurement's tokenizer never depends on worker timing."""
+    path, _ = ledger_file
+    body = json.dumps(
+        {
+            "model": "gpt-4o",
+            "messages": [
+                {"role": "user", "content": "find orders"},
+                {
+                    "role": "assistant",
+                    "tool_calls": [
+                        {"id": "call_w", "type": "function", "function": {"name": "f"}}
+                    ],
+                },
+                {"role": "tool", "tool_call_id": "call_w", "content": "[1, 2, 3]"},
+            ],
+        }
+    )
+    with ctxledger.run("agent") as run:
+        ctxledger.measure_request(body.encode())
+        ctxledger.flush()
+        assert run.model is None
+        ctxledger.measure_messages([], model="gpt-4")
+        assert run.model == "gpt-4"
+    assert any("call_w] sent" in line for line in _read(path))

@@ -1,0 +1,183 @@
+"""The import graph flows one way (docs/architecture.md).
+
+Every ``import`` counts, at module level or inside a function: the packages are layered
+``ctxledger`` < ``ctxledger_collector`` < ``ctxledger_dashboard`` < ``ctxledger_cli``,
+none imports a package to its right, and no module imports itself back through others.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: Lowest layer first; a package may import only packages at or left of its own place.
+LAYERS: tuple[tuple[str, str], ...] = (
+    ("ctxledger", "sdk/ctxledger"),
+    ("ctxledger_collector", "collector/ctxledger_collector"),
+    ("ctxledger_dashboard", "dashboard/ctxledger_dashboard"),
+    ("ctxledger_cli", "cli/ctxledger_cli"),
+)
+RANK = {package: rank for rank, (package, _) in enumerate(LAYERS)}
+
+
+@dataclass(frozen=True)
+class Edge:
+    source: str
+    target: str
+    line: int
+
+
+def _module_name(package: str, root: Path, path: Path) -> str:
+    parts = [package, *path.relative_to(root).with_suffix("").parts]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def project_modules() -> dict[str, Path]:
+    modules: dict[str, Path] = {}
+    for package, folder in LAYERS:
+        root = ROOT / folder
+        for path in sorted(root.rglob("*.py")):
+            modules[_module_name(package, root, path)] = path
+    return modules
+
+
+def _resolve(name: str, modules: dict[str, Path]) -> str | None:
+    """The project module ``name`` refers to: itself, or its closest existing parent."""
+    while name:
+        if name in modules:
+            return name
+        name = name.rpartition(".")[0]
+    return None
+
+
+def imports_of(module: str, path: Path, modules: dict[str, Path]) -> Iterator[Edge]:
+    is_package = path.name == "__init__.py"
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    for node in ast.walk(tree):
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = module.split(".") if is_package else module.split(".")[:-1]
+                anchor = anchor[: len(anchor) - node.level + 1]
+                base = ".".join([*anchor, *([base] if base else [])])
+            # `from pkg import sub` imports the module pkg.sub when there is one.
+            targets = [
+                f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base
+                for alias in node.names
+            ]
+        for target in targets:
+            resolved = _resolve(target, modules)
+            if resolved is not None and resolved != module:
+                yield Edge(module, resolved, node.lineno)
+
+
+def import_graph() -> dict[str, list[Edge]]:
+    modules = project_modules()
+    return {name: list(imports_of(name, path, modules)) for name, path in modules.items()}
+
+
+def _cycles(graph: dict[str, list[Edge]]) -> list[list[str]]:
+    """Every strongly connected group of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for edge in graph.get(node, []):
+            if edge.target not in index:
+                visit(edge.target)
+                low[node] = min(low[node], low[edge.target])
+            elif edge.target in on_stack:
+                low[node] = min(low[node], index[edge.target])
+        if low[node] == index[node]:
+            group: list[str] = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return groups
+
+
+def test_every_layer_exists() -> None:
+    for package, folder in LAYERS:
+        assert (ROOT / folder / "__init__.py").is_file(), f"{package} is missing at {folder}"
+
+
+def test_no_package_imports_a_layer_above_it() -> None:
+    upward = [
+        f"{edge.source}:{edge.line} imports {edge.target}"
+        for edges in import_graph().values()
+        for edge in edges
+        if RANK[edge.target.split(".")[0]] > RANK[edge.source.split(".")[0]]
+    ]
+    assert upward == []
+
+
+def test_the_import_graph_has_no_circle() -> None:
+    graph = import_graph()
+    described = []
+    for group in _cycles(graph):
+        members = set(group)
+        inside = [
+            f"{e.source}:{e.line} -> {e.target}"
+            for m in group
+            for e in graph[m]
+            if e.target in members
+        ]
+        described.append("; ".join(inside))
+    assert described == []
+
+
+def test_the_checker_sees_a_circle_and_an_upward_edge(tmp_path: Path) -> None:
+    """The checks above can fail: a made-up graph with both faults is caught."""
+    graph = {
+        "ctxledger.a": [Edge("ctxledger.a", "ctxledger.b", 1)],
+        "ctxledger.b": [
+            Edge("ctxledger.b", "ctxledger.a", 2),
+            Edge("ctxledger.b", "ctxledger_cli.main", 3),
+        ],
+        "ctxledger_cli.main": [],
+    }
+    assert _cycles(graph) == [["ctxledger.a", "ctxledger.b"]]
+    upward = [e for es in graph.values() for e in es if RANK[e.target.split(".")[0]] > 0]
+    assert [e.target for e in upward] == ["ctxledger_cli.main"]
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("from ctxledger import semconv\n", "ctxledger.semconv"),
+        ("def f():\n    from ctxledger._client import get_client\n", "ctxledger._client"),
+        ("from ctxledger._items import find_item_list\n", "ctxledger._items"),
+        ("import ctxledger\n", "ctxledger"),
+    ],
+)
+def test_imports_inside_functions_and_from_packages_are_seen(
+    tmp_path: Path, source: str, expected: str
+) -> None:
+    path = tmp_path / "probe.py"
+    path.write_text(source)
+    modules = {**project_modules(), "ctxledger.probe": path}
+    assert [e.target for e in imports_of("ctxledger.probe", path, modules)] == [expected]
