@@ -72,6 +72,12 @@ def _server_modules() -> None:
         raise SystemExit(f"ctxledger: {_SERVER_HINT} ({error.name} is missing)") from error
 
 
+def _send_demo_incidents(collector_url: str) -> None:
+    """``serve --demo``'s on-ready callback: the incidents, sent to the collector itself."""
+    run_demo(collector_url, ledger="off", everything=True)
+    print("\nThe collector keeps running; press Ctrl-C to stop it.", file=sys.stderr)
+
+
 def _serve(args: argparse.Namespace) -> int:
     _server_modules()
     import os
@@ -80,7 +86,12 @@ def _serve(args: argparse.Namespace) -> int:
         os.environ["CTXLEDGER_DATABASE_URL"] = args.database_url
     from ctxledger_collector.serve import serve
 
-    return serve(host=args.host, port=args.port, log_level=args.log_level, demo=args.demo)
+    return serve(
+        host=args.host,
+        port=args.port,
+        log_level=args.log_level,
+        on_ready=_send_demo_incidents if args.demo else None,
+    )
 
 
 def _dashboard(args: argparse.Namespace) -> int:
