@@ -14,10 +14,10 @@ def _cli(*args: str, database_url: str) -> subprocess.CompletedProcess[str]:
     env = {
         **os.environ,
         "CTXLEDGER_DATABASE_URL": database_url,
-        "PYTHONPATH": os.pathsep.join([str(ROOT / "sdk"), str(ROOT / "collector")]),
+        "PYTHONPATH": os.pathsep.join([str(ROOT / d) for d in ("sdk", "collector", "cli")]),
     }
     return subprocess.run(
-        [sys.executable, "-m", "ctxledger.cli", *args],
+        [sys.executable, "-m", "ctxledger_cli", *args],
         env=env, capture_output=True, text=True, timeout=120, check=False,
     )
 
