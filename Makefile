@@ -22,8 +22,8 @@ demo: install-server
 	$(BIN)/ctxledger up
 
 lint: install
-	$(BIN)/ruff check sdk collector dashboard migrations tests bench
-	$(BIN)/ruff format --check sdk collector dashboard
+	$(BIN)/ruff check sdk collector dashboard cli migrations tests bench
+	$(BIN)/ruff format --check sdk collector dashboard cli
 	$(BIN)/mypy
 
 test: lint

@@ -250,7 +250,7 @@ def _free_port() -> int:
 
 def _child_env(database_url: str) -> dict[str, str]:
     env = dict(os.environ)
-    paths = [str(REPO / "sdk"), str(REPO / "collector")]
+    paths = [str(REPO / "sdk"), str(REPO / "collector"), str(REPO / "cli")]
     if env.get("PYTHONPATH"):
         paths.append(env["PYTHONPATH"])
     env["PYTHONPATH"] = os.pathsep.join(paths)
@@ -261,7 +261,7 @@ def _child_env(database_url: str) -> dict[str, str]:
 
 
 def _cli(*args: str) -> list[str]:
-    return [sys.executable, "-m", "ctxledger.cli", *args]
+    return [sys.executable, "-m", "ctxledger_cli", *args]
 
 
 @contextmanager

@@ -1,5 +1,6 @@
-"""Test-suite wide setup: the SDK in ``sdk/`` is importable without installing it or
-setting ``PYTHONPATH`` (an installed or PYTHONPATH copy is left to take precedence)."""
+"""Test-suite wide setup: the SDK in ``sdk/`` and the command line in ``cli/`` are
+importable without installing them or setting ``PYTHONPATH`` (an installed or PYTHONPATH
+copy is left to take precedence)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-_SDK_DIR = Path(__file__).resolve().parents[1] / "sdk"
+_ROOT = Path(__file__).resolve().parents[1]
 
-if importlib.util.find_spec("ctxledger") is None and _SDK_DIR.is_dir():
-    sys.path.insert(0, str(_SDK_DIR))
+for _package, _source_dir in (("ctxledger", _ROOT / "sdk"), ("ctxledger_cli", _ROOT / "cli")):
+    if importlib.util.find_spec(_package) is None and _source_dir.is_dir():
+        sys.path.insert(0, str(_source_dir))
 
 
 @pytest.fixture(autouse=True)

@@ -1,4 +1,6 @@
-"""`pip install ctxledger` is the SDK only: no server dependency installed or imported."""
+"""`pip install ctxledger` is the SDK only: no server dependency installed or imported.
+The `ctxledger` command still runs its demo there, and names the extra a server command
+needs."""
 
 from __future__ import annotations
 
@@ -13,10 +15,23 @@ ROOT = Path(__file__).resolve().parents[1]
 SERVER_ONLY = ("fastapi", "sqlmodel", "streamlit", "uvicorn", "alembic", "sqlalchemy")
 
 
-def _run(*args: str | Path) -> str:
-    done = subprocess.run(
+SERVER_COMMANDS = (
+    ("serve",),
+    ("up",),
+    ("dashboard",),
+    ("db", "upgrade"),
+    ("alerts", "check", "alerts.yaml"),
+)
+
+
+def _completed(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
         [str(a) for a in args], capture_output=True, text=True, timeout=600, check=False
     )
+
+
+def _run(*args: str | Path) -> str:
+    done = _completed(*args)
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout
 
@@ -42,5 +57,18 @@ def test_plain_install_is_the_sdk_only(tmp_path: Path) -> None:
         f"print(sorted(m for m in sys.modules if m.split('.')[0] in {SERVER_ONLY!r}))"
     )
     assert _run(python, "-c", probe).strip() == "[]"
-    version = _run(venv / "bin" / "ctxledger", "--version")
+    command = venv / "bin" / "ctxledger"
+    version = _run(command, "--version")
     assert version.startswith("ctxledger ")
+
+    # The local ledger needs no server: seed 004's silent loss, on stderr.
+    demo = _completed(command, "demo")
+    assert demo.returncode == 0, demo.stdout + demo.stderr
+    assert "LOSS silent: search_knowledge[call_search_1]" in demo.stderr
+    assert "2 loss(es) found by the local ledger:" in demo.stderr
+
+    for server_command in SERVER_COMMANDS:
+        refused = _completed(command, *server_command)
+        assert refused.returncode == 1, (server_command, refused.stdout + refused.stderr)
+        assert "pip install 'ctxledger[server]'" in refused.stderr, server_command
+        assert "Traceback" not in refused.stderr, refused.stderr

@@ -1,4 +1,4 @@
-"""Run the collector under uvicorn, optionally sending the demo incidents to itself."""
+"""Run the collector under uvicorn; optionally call back once it answers ``/readyz``."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import sys
 import threading
 import time
 import urllib.request
+from collections.abc import Callable
 
 import uvicorn
 
@@ -27,20 +28,24 @@ def _wait_until_ready(url: str, timeout_s: float = 30.0) -> bool:
     return False
 
 
-def _send_demo(url: str) -> None:
-    from ctxledger.cli import run_demo
-
+def _call_when_ready(url: str, on_ready: Callable[[str], None]) -> None:
     if not _wait_until_ready(url):
-        print(f"ctxledger serve --demo: {url} did not become ready", file=sys.stderr)
+        print(f"ctxledger serve: {url} did not become ready", file=sys.stderr)
         return
-    run_demo(url, ledger="off", everything=True)
-    print("\nThe collector keeps running; press Ctrl-C to stop it.", file=sys.stderr)
+    on_ready(url)
 
 
 def serve(
-    host: str = "127.0.0.1", port: int = 4318, log_level: str = "warning", demo: bool = False
+    host: str = "127.0.0.1",
+    port: int = 4318,
+    log_level: str = "warning",
+    on_ready: Callable[[str], None] | None = None,
 ) -> int:
-    """Serve until interrupted. Refuses to start on an un-migrated database (exit 2)."""
+    """Serve until interrupted. Refuses to start on an un-migrated database (exit 2).
+
+    ``on_ready`` is called with the base URL once ``/readyz`` answers, from a background
+    thread, while the collector keeps serving.
+    """
     settings = Settings()
     try:
         load_alerts(settings)
@@ -60,7 +65,7 @@ def serve(
         f"storing in {settings.database_url}",
         file=sys.stderr,
     )
-    if demo:
-        threading.Thread(target=_send_demo, args=(url,), daemon=True).start()
+    if on_ready is not None:
+        threading.Thread(target=_call_when_ready, args=(url, on_ready), daemon=True).start()
     uvicorn.run(create_app(settings), host=host, port=port, log_level=log_level)
     return 0

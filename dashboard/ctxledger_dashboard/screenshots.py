@@ -57,7 +57,7 @@ def running_stack(workdir: Path, timeout_s: float = 180.0) -> Iterator[RunningSt
         [
             sys.executable,
             "-m",
-            "ctxledger.cli",
+            "ctxledger_cli",
             "up",
             "--port",
             str(collector_port),

@@ -43,8 +43,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from prometheus_client.parser import text_string_to_metric_families
 
 import ctxledger
-from ctxledger import demo
 from ctxledger import semconv as sc
+from ctxledger_cli import demo
 from ctxledger_collector.settings import Settings
 from tests.collector.alert_receivers import (
     FailingReceiver,
@@ -535,7 +535,7 @@ def test_a_slow_sink_never_slows_ingest(database_url: str, tmp_path: Path) -> No
 
 def serve_env(database_url: str, **settings: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CTXLEDGER_", "OTEL_"))}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "sdk"), str(ROOT / "collector")])
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / d) for d in ("sdk", "collector", "cli")])
     env["CTXLEDGER_DATABASE_URL"] = database_url
     env["CTXLEDGER_SWEEP_INTERVAL_S"] = "3600"
     env["CTXLEDGER_ALERT_SETTLE_S"] = "0.5"
@@ -547,7 +547,7 @@ def serve_command(port: int) -> list[str]:
     return [
         sys.executable,
         "-m",
-        "ctxledger.cli",
+        "ctxledger_cli",
         "serve",
         "--host",
         "127.0.0.1",
@@ -672,7 +672,7 @@ def post_lockstep(
 @contextlib.contextmanager
 def two_replicas(postgres_url: str, rules: Path, tmp_path: Path) -> Iterator[tuple[str, str]]:
     migrate = subprocess.run(
-        [sys.executable, "-m", "ctxledger.cli", "db", "upgrade", "--database-url", postgres_url],
+        [sys.executable, "-m", "ctxledger_cli", "db", "upgrade", "--database-url", postgres_url],
         env=serve_env(postgres_url),
         cwd=ROOT,
         capture_output=True,

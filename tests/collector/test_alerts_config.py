@@ -531,13 +531,13 @@ def test_an_unreadable_file_is_a_config_error(tmp_path: Path) -> None:
 def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     environment = {
         **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(ROOT / "sdk"), str(ROOT / "collector")]),
+        "PYTHONPATH": os.pathsep.join([str(ROOT / d) for d in ("sdk", "collector", "cli")]),
         "PYTHONIOENCODING": "utf-8",
     }
     environment.pop(ENV, None)
     environment.update(env or {})
     return subprocess.run(
-        [sys.executable, "-m", "ctxledger.cli", *args],
+        [sys.executable, "-m", "ctxledger_cli", *args],
         env=environment,
         capture_output=True,
         text=True,

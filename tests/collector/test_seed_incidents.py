@@ -10,8 +10,8 @@ import httpx
 import pytest
 
 import ctxledger
-from ctxledger import demo
 from ctxledger.verdicts import worst
+from ctxledger_cli import demo
 from tests.collector.live_collector import LiveCollector
 
 #: What the seeds say each incident is; the demo's table must keep saying the same.

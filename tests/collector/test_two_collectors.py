@@ -126,14 +126,14 @@ def post(http: httpx.Client, url: str, content: bytes) -> int:
 
 def _env(database_url: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CTXLEDGER_", "OTEL_"))}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "sdk"), str(ROOT / "collector")])
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / d) for d in ("sdk", "collector", "cli")])
     env["CTXLEDGER_DATABASE_URL"] = database_url
     env["CTXLEDGER_SWEEP_INTERVAL_S"] = "3600"
     return env
 
 
 def _cli(*args: str) -> list[str]:
-    return [sys.executable, "-m", "ctxledger.cli", *args]
+    return [sys.executable, "-m", "ctxledger_cli", *args]
 
 
 @contextlib.contextmanager

@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 import ctxledger
-from ctxledger import demo
+from ctxledger_cli import demo
 from ctxledger_collector.settings import Settings
 from tests.collector.live_collector import LiveCollector
 

@@ -16,6 +16,7 @@ from .otlp_receiver import ReceivedSpan
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SDK_DIR = REPO_ROOT / "sdk"
+CLI_DIR = REPO_ROOT / "cli"
 
 
 def stage_spans(spans: Iterable[ReceivedSpan], tool_call_id: str) -> dict[str, ReceivedSpan]:
@@ -58,14 +59,15 @@ def wait_for(predicate: Callable[[], bool], timeout_s: float = 20.0, what: str =
 
 
 def subprocess_env(**extra: str) -> dict[str, str]:
-    """The environment for a child Python: ``sdk`` importable, no inherited ctxledger,
-    OpenTelemetry or pytest settings (the child behaves as a user's process would)."""
+    """The environment for a child Python: ``sdk`` and ``cli`` importable, no inherited
+    ctxledger, OpenTelemetry or pytest settings (the child behaves as a user's process would)."""
     env = {
         key: value
         for key, value in os.environ.items()
         if not key.startswith(("CTXLEDGER_", "OTEL_", "PYTEST_"))
     }
-    paths = [str(SDK_DIR), *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
+    inherited = filter(None, env.get("PYTHONPATH", "").split(os.pathsep))
+    paths = [str(SDK_DIR), str(CLI_DIR), *inherited]
     env["PYTHONPATH"] = os.pathsep.join(paths)
     env.update(extra)
     return env

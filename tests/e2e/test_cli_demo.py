@@ -15,7 +15,7 @@ from .otlp_receiver import OTLPReceiver
 
 def test_demo_exports_spans_and_reports_the_silent_loss(receiver: OTLPReceiver) -> None:
     completed = subprocess.run(
-        [sys.executable, "-m", "ctxledger.cli", "demo", "--endpoint", receiver.url],
+        [sys.executable, "-m", "ctxledger_cli", "demo", "--endpoint", receiver.url],
         cwd=REPO_ROOT,
         env=subprocess_env(),
         capture_output=True,
@@ -47,7 +47,7 @@ def test_demo_exports_spans_and_reports_the_silent_loss(receiver: OTLPReceiver) 
     assert items[sc.STAGE_ASSEMBLED] and set(items[sc.STAGE_ASSEMBLED]) == {20}
     assert items[sc.STAGE_SENT] and set(items[sc.STAGE_SENT]) == {20}
     # One trace per scripted incident (seed 004 plus the others).
-    from ctxledger.demo import INCIDENTS
+    from ctxledger_cli.demo import INCIDENTS
 
     assert len({s.trace_id for s in spans}) == len(INCIDENTS)
     # The count the demo prints is the count that arrived, with nothing dropped.

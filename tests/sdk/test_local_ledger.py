@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import ctxledger
-from ctxledger import demo
+from ctxledger_cli import demo
 
 
 @pytest.fixture

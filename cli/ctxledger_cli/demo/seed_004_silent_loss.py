@@ -1,34 +1,15 @@
-"""Scripted agents that reproduce the seeds' incidents. No LLM and no network needed.
-
-Seed 004 lives here: 50 retrieved snippets, a context manager that keeps 16,000
-characters, and a model that sees 20. The other incidents are in
-:mod:`ctxledger.demo_incidents`; :func:`run_all_incidents` runs them all, each in its
-own trace, and :data:`EXPECTED_VERDICTS` says what the rules must find.
-"""
+"""Seed 004: 50 retrieved snippets, a context manager that keeps 16,000 characters, and
+a model that sees 20 — a silent loss. Then a small lookup that arrives intact."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
 import ctxledger
-from ctxledger._ledger import Ledger
-from ctxledger.demo_incidents import (
-    CLEAN_CALL_IDS,
+from ctxledger_cli.demo.agent_loop import (
     DEFAULT_MODEL,
-    DROP_CALL_IDS,
-    LOG_CALL_ID,
-    ORDERS_CALL_ID,
-    ORPHAN_CALL_IDS,
-    TRIM_CALL_IDS,
     assistant_calls,
-    clean_journeys,
-    dropped_result,
-    orphaned_call,
-    seed_000_first_rows,
-    seed_001_emergency_trim,
-    seed_002_log_clip,
     send,
     tool_call,
     tool_message,
@@ -119,60 +100,3 @@ def run_seed_004(model: str = DEFAULT_MODEL) -> None:
         result = lookup_order("A-1001", tool_call_id=LOOKUP_CALL_ID)
         messages.append(tool_message(LOOKUP_CALL_ID, result))
         send(trim_messages(messages), model)  # step 3: the small result arrives intact
-
-
-#: Incident name -> (the tool call id that carries the incident, the verdict the rules
-#: must give it). A call travels in several requests, one journey each; the verdict is
-#: the worst of its journeys. Every other journey of an incident is ``intact``. Call ids
-#: are unique across incidents: look each one up in ``/api/v1/reports`` by its id.
-EXPECTED_VERDICTS: dict[str, tuple[str, str]] = {
-    "seed_004_silent_loss": (SEARCH_CALL_ID, "silent"),
-    "seed_002_log_clip": (LOG_CALL_ID, "declared"),
-    "seed_000_first_rows": (ORDERS_CALL_ID, "unmarked"),
-    "seed_001_emergency_trim": (TRIM_CALL_IDS[0], "declared"),
-    "orphaned_call": (ORPHAN_CALL_IDS[0], "orphaned"),
-    "dropped_result": (DROP_CALL_IDS[0], "dropped"),
-    "clean_journeys": (CLEAN_CALL_IDS[0], "intact"),
-}
-
-#: Incident name -> every tool call id the incident issues (its run's journeys).
-INCIDENT_CALL_IDS: dict[str, tuple[str, ...]] = {
-    "seed_004_silent_loss": (SEARCH_CALL_ID, LOOKUP_CALL_ID),
-    "seed_002_log_clip": (LOG_CALL_ID,),
-    "seed_000_first_rows": (ORDERS_CALL_ID,),
-    "seed_001_emergency_trim": TRIM_CALL_IDS,
-    "orphaned_call": ORPHAN_CALL_IDS,
-    "dropped_result": DROP_CALL_IDS,
-    "clean_journeys": CLEAN_CALL_IDS,
-}
-
-#: Incident name -> the function that runs it as one agent run (one trace).
-INCIDENTS: dict[str, Callable[[str], None]] = {
-    "seed_004_silent_loss": run_seed_004,
-    "seed_002_log_clip": seed_002_log_clip,
-    "seed_000_first_rows": seed_000_first_rows,
-    "seed_001_emergency_trim": seed_001_emergency_trim,
-    "orphaned_call": orphaned_call,
-    "dropped_result": dropped_result,
-    "clean_journeys": clean_journeys,
-}
-
-
-def run_all_incidents(model: str = DEFAULT_MODEL) -> dict[str, str]:
-    """Run every incident, each in its own trace; return incident name -> the verdict
-    the rules must give its tool call (see :data:`EXPECTED_VERDICTS`)."""
-    for incident in INCIDENTS.values():
-        incident(model)
-    return {name: verdict for name, (_, verdict) in EXPECTED_VERDICTS.items()}
-
-
-def summary(ledger: Ledger | None) -> str:
-    if ledger is None:
-        return ""
-    losses = [r for r in ledger.reports if r.verdict != "intact"]
-    lines = [f"\n{len(losses)} loss(es) found by the local ledger:"]
-    lines += [
-        f"  {r.verdict:<9} {r.tool_name}[{r.tool_call_id}] lost {r.lost_items} items"
-        for r in losses
-    ]
-    return "\n".join(lines)

@@ -3,7 +3,6 @@ processes, the demo incidents sent once both are up, and a clean stop on Ctrl-C.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -13,6 +12,8 @@ import urllib.request
 from collections.abc import Callable
 from types import FrameType
 
+from ctxledger_cli.demo.collector_verdicts import seed_004_dashboard_link
+from ctxledger_cli.demo.runner import run_demo
 from ctxledger_dashboard.launch import dashboard_command, dashboard_environment
 
 
@@ -48,17 +49,6 @@ def _stop(children: list[subprocess.Popen[bytes]]) -> None:
             child.wait()
 
 
-def _seed_004_link(collector_url: str) -> str | None:
-    query = "/api/v1/reports?tool_call_id=call_search_1&verdict=silent&limit=1"
-    try:
-        with urllib.request.urlopen(collector_url + query, timeout=5) as response:
-            reports = json.load(response)["reports"]
-    except (OSError, ValueError, KeyError):
-        return None
-    link = reports[0]["links"].get("dashboard") if reports else None
-    return str(link) if link else None
-
-
 def up(
     host: str = "127.0.0.1",
     collector_port: int = 4318,
@@ -74,7 +64,7 @@ def up(
         [
             sys.executable,
             "-m",
-            "ctxledger.cli",
+            "ctxledger_cli",
             "serve",
             "--host",
             host,
@@ -103,13 +93,11 @@ def up(
             log(f"ctxledger up: the dashboard did not start on {dashboard_url}")
             return 1
         if demo:
-            from ctxledger.cli import run_demo
-
             run_demo(collector_url, ledger="off", everything=True)
         log("")
         log(f"  Dashboard:  {dashboard_url}")
         log(f"  Collector:  {collector_url}  (OTLP: POST /v1/traces · API docs: /docs)")
-        link = _seed_004_link(collector_url) if demo else None
+        link = seed_004_dashboard_link(collector_url) if demo else None
         if link:
             log(f"  Seed 004's silent loss: {link}")
         log("  Press Ctrl-C to stop both.")

@@ -1,32 +1,13 @@
-"""Ask a collector what it decided about the demo incidents, and print it.
-
-Standard library only (urllib), so the plain SDK install can run ``ctxledger demo``.
-"""
+"""Ask a collector what it decided about the demo incidents, and print it."""
 
 from __future__ import annotations
 
-import json
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 from typing import Any, TextIO
 
-from ctxledger.demo import EXPECTED_VERDICTS, INCIDENT_CALL_IDS
 from ctxledger.verdicts import worst
-
-
-def _get(url: str) -> Any:
-    with urllib.request.urlopen(url, timeout=10) as response:
-        return json.load(response)
-
-
-def fetch_reports(endpoint: str, tool_call_id: str) -> list[dict[str, Any]]:
-    query = urllib.parse.urlencode({"tool_call_id": tool_call_id, "limit": 1000})
-    reports: list[dict[str, Any]] = _get(f"{endpoint.rstrip('/')}/api/v1/reports?{query}")[
-        "reports"
-    ]
-    return reports
+from ctxledger_cli.demo.incidents import EXPECTED_VERDICTS, INCIDENT_CALL_IDS
+from ctxledger_cli.query_api import fetch_reports
 
 
 def collector_verdicts(endpoint: str, wait_s: float = 15.0) -> dict[str, dict[str, Any]]:
@@ -68,3 +49,15 @@ def print_verdicts(endpoint: str, out: TextIO) -> bool:
     out.write(f"  (+{others} clean journeys alongside)\n")
     out.write(f"  browse: {endpoint.rstrip('/')}/api/v1/runs  ·  API docs: {endpoint}/docs\n")
     return agreed
+
+
+def seed_004_dashboard_link(endpoint: str) -> str | None:
+    """The dashboard's page of seed 004's silent loss, as the collector links it; None
+    when the collector has no such report or no dashboard URL configured."""
+    call_id, verdict = EXPECTED_VERDICTS["seed_004_silent_loss"]
+    try:
+        reports = fetch_reports(endpoint, call_id, verdict=verdict, limit=1, timeout_s=5)
+    except (OSError, ValueError, KeyError):
+        return None
+    link = reports[0]["links"].get("dashboard") if reports else None
+    return str(link) if link else None

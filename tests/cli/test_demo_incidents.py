@@ -16,13 +16,19 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import ctxledger
-from ctxledger import demo, demo_incidents
 from ctxledger.verdicts import Manifest, Measurement, Report, judge_trace, worst
 from ctxledger.wire import (
     is_manifest,
     is_measurement,
     manifest_from_attributes,
     measurement_from_attributes,
+)
+from ctxledger_cli import demo
+from ctxledger_cli.demo import (
+    dropped_result,
+    seed_000_first_rows,
+    seed_001_context_overflow,
+    seed_002_log_clip,
 )
 
 SEED_002_MARKER = "…[已截断：共 500 行，省略中间 440 行；可用 offset/pattern 参数查看更多]…"
@@ -93,15 +99,15 @@ def test_incident_gets_exactly_its_verdict_in_the_ledger(name, ledger):
 
 
 def test_seed_002_clip_keeps_head_tail_and_the_seed_marker():
-    text = demo_incidents.read_log.__wrapped__(demo_incidents.LOG_PATH)
+    text = seed_002_log_clip.read_log.__wrapped__(seed_002_log_clip.LOG_PATH)
     lines = text.splitlines()
     assert len(lines) == 500 and "IllegalStateException" in lines[-11]
-    clipped = demo_incidents.clip_head_tail(text).splitlines()
+    clipped = seed_002_log_clip.clip_head_tail(text).splitlines()
     assert clipped == [*lines[:40], SEED_002_MARKER, *lines[-20:]]
 
 
 def test_seed_002_loss_is_declared_at_the_clip(ledger):
-    report = _only(_run("seed_002_log_clip", ledger)[0], demo_incidents.LOG_CALL_ID)
+    report = _only(_run("seed_002_log_clip", ledger)[0], seed_002_log_clip.LOG_CALL_ID)
     [lost] = [t for t in report.transitions if t.lost]
     assert (lost.from_stage, lost.to_stage, lost.lost_items) == ("serialized", "clipped", 439)
     clip = next(m for m in report.stages if m.stage == "clipped")
@@ -110,7 +116,7 @@ def test_seed_002_loss_is_declared_at_the_clip(ledger):
 
 
 def test_seed_000_first_rows_is_declared_but_unmarked(ledger):
-    report = _only(_run("seed_000_first_rows", ledger)[0], demo_incidents.ORDERS_CALL_ID)
+    report = _only(_run("seed_000_first_rows", ledger)[0], seed_000_first_rows.ORDERS_CALL_ID)
     assert report.lost_item_ids == tuple(f"ORD-{i:04d}" for i in range(21, 201))
     serialized = next(m for m in report.stages if m.stage == "serialized")
     assert serialized.items == 20 and serialized.json_valid
@@ -132,8 +138,8 @@ def test_seed_000_first_rows_is_declared_but_unmarked(ledger):
 
 def test_seed_000_serializer_writes_twenty_rows_without_a_marker(ledger):
     with ctxledger.run():
-        result = demo_incidents.query_orders(30, tool_call_id="t0")
-        text = demo_incidents.serialize_first_rows(result, "t0")
+        result = seed_000_first_rows.query_orders(30, tool_call_id="t0")
+        text = seed_000_first_rows.serialize_first_rows(result, "t0")
     data = json.loads(text)
     assert len(result["items"]) == 200 and len(data["items"]) == 20
     assert "truncated" not in text and "截断" not in text and "省略" not in text
@@ -143,7 +149,7 @@ def test_seed_000_serializer_writes_twenty_rows_without_a_marker(ledger):
 
 def test_seed_001_only_the_oldest_result_becomes_the_placeholder(ledger):
     reports, lines = _run("seed_001_emergency_trim", ledger)
-    report = _only(reports, demo_incidents.TRIM_CALL_IDS[0])
+    report = _only(reports, seed_001_context_overflow.TRIM_CALL_IDS[0])
     assert report.step == 4
     [lost] = [t for t in report.transitions if t.lost]
     assert (lost.from_stage, lost.to_stage) == ("assembled", "emergency_trim")
@@ -157,14 +163,14 @@ def test_seed_001_only_the_oldest_result_becomes_the_placeholder(ledger):
 
 
 def test_orphaned_call_names_the_call_without_its_result(ledger):
-    report = _only(_run("orphaned_call", ledger)[0], demo_incidents.ORPHAN_CALL_IDS[0])
+    report = _only(_run("orphaned_call", ledger)[0], seed_001_context_overflow.ORPHAN_CALL_IDS[0])
     assert report.step == 4
     assert any("carries tool call call_grep_orphan without its result" in n for n in report.notes)
 
 
 def test_dropped_result_vanishes_with_its_call(ledger):
     reports, lines = _run("dropped_result", ledger)
-    report = _only(reports, demo_incidents.DROP_CALL_IDS[0])
+    report = _only(reports, dropped_result.DROP_CALL_IDS[0])
     assert report.step == 2 and report.lost_items == 120
     assert any("missing from request" in n for n in report.notes)
     assert any(

@@ -1,0 +1,77 @@
+"""What each ``ctxledger`` subcommand does, given its parsed arguments.
+
+``demo`` needs the SDK only. The server commands check for the ``[server]`` extra first
+and import the collector, the dashboard and their dependencies only when they run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from ctxledger_cli.demo.runner import run_demo
+from ctxledger_cli.server_extra import require_server_extra
+
+
+def handle_demo(args: argparse.Namespace) -> int:
+    return run_demo(args.endpoint, args.ledger, everything=args.endpoint is not None or args.all)
+
+
+def send_demo_incidents(collector_url: str) -> None:
+    """``serve --demo``'s on-ready callback: the incidents, sent to the collector itself."""
+    run_demo(collector_url, ledger="off", everything=True)
+    print("\nThe collector keeps running; press Ctrl-C to stop it.", file=sys.stderr)
+
+
+def handle_serve(args: argparse.Namespace) -> int:
+    require_server_extra()
+    if args.database_url:
+        os.environ["CTXLEDGER_DATABASE_URL"] = args.database_url
+    from ctxledger_collector.serve import serve
+
+    return serve(
+        host=args.host,
+        port=args.port,
+        log_level=args.log_level,
+        on_ready=send_demo_incidents if args.demo else None,
+    )
+
+
+def handle_dashboard(args: argparse.Namespace) -> int:
+    require_server_extra()
+    from ctxledger_dashboard.launch import run_dashboard
+
+    return run_dashboard(args.api, args.host, args.port)
+
+
+def handle_up(args: argparse.Namespace) -> int:
+    require_server_extra()
+    from ctxledger_cli.stack import up
+
+    return up(args.host, args.port, args.dashboard_port, demo=not args.no_demo)
+
+
+def handle_db_upgrade(args: argparse.Namespace) -> int:
+    require_server_extra()
+    from ctxledger_collector.migrate import current_revision, upgrade
+    from ctxledger_collector.settings import Settings
+
+    url = args.database_url or Settings().database_url
+    upgrade(url, args.revision)
+    print(f"database {url!r} is at revision {current_revision(url)}")
+    return 0
+
+
+def handle_alerts_check(args: argparse.Namespace) -> int:
+    require_server_extra()
+    from ctxledger_collector.alerts.config import AlertsConfigError, load_alerts_config
+
+    try:
+        config = load_alerts_config(args.file)
+    except AlertsConfigError as error:
+        for problem in error.problems:
+            print(problem)
+        return 1
+    print(f"{args.file}: OK — {len(config.rules)} rules, {len(config.sinks)} sinks")
+    return 0

@@ -1,0 +1,94 @@
+"""Seed 000: 200 order records serialized as the first 20, declared but with no marker,
+so the model takes 20 rows for the whole answer."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import ctxledger
+from ctxledger_cli.demo.agent_loop import (
+    DEFAULT_MODEL,
+    Message,
+    assistant_calls,
+    send,
+    tool_call,
+    tool_message,
+)
+
+ORDERS_CALL_ID = "call_orders_000"
+
+ORDER_ROWS, ORDER_HEAD_ROWS = 200, 20
+_STATUSES = ("paid", "shipped", "delivered", "closed")
+_BUYERS = ("张三", "李四", "王五", "赵六", "钱七", "孙八", "周九", "吴十")
+_NOTES = (
+    "客户要求工作日白天送货，周末家中无人",
+    "发票抬头为公司全称，需开具增值税专用发票并随货寄出",
+    "老客户复购，赠品已随单附上",
+    "地址在园区内，快递需送到三号门岗并电话联系",
+    "客户来电确认规格，颜色改为深灰色，其他信息不变",
+)
+#: Where the seed's ten key facts sit: head (row 2), error rows, ordinary middle, tail.
+_KEY_FACTS = {1: 1, 12: 2, 48: 3, 61: 4, 95: 5, 118: 6, 140: 7, 163: 8, 177: 9, 198: 10}
+_ERROR_ROWS = {
+    12: "E_REFUND_TIMEOUT",
+    61: "E_STOCK_MISMATCH",
+    118: "E_PAY_DUPLICATE",
+    150: "E_REFUND_TIMEOUT",
+    177: "E_ADDRESS_INVALID",
+}
+
+
+def _order(i: int) -> dict[str, Any]:
+    note = _NOTES[i % len(_NOTES)]
+    if i in _KEY_FACTS:
+        note = f"KEY-{_KEY_FACTS[i]:02d} {note}"
+    error_code = _ERROR_ROWS.get(i)
+    return {
+        "id": f"ORD-{i + 1:04d}",
+        "status": "refunding" if error_code else _STATUSES[i % len(_STATUSES)],
+        "amount": round(19.9 + (i * 7919) % 3000 / 10, 2),
+        "buyer": _BUYERS[i % len(_BUYERS)],
+        "sku": f"SKU-{(i * 31) % 97:03d}",
+        "qty": 1 + i % 5,
+        "error_code": error_code,
+        "note": note,
+    }
+
+
+@ctxledger.tool(serialize=None)
+def query_orders(days: int) -> dict[str, Any]:
+    """Seed 000's order query: 200 records of eight fields (``original`` only)."""
+    return {"tool": "order.query", "items": [_order(i) for i in range(ORDER_ROWS)]}
+
+
+def serialize_first_rows(result: dict[str, Any], call_id: str) -> str:
+    """Keep the first 20 rows as valid JSON; declared, but nothing tells the model."""
+    text = json.dumps({**result, "items": result["items"][:ORDER_HEAD_ROWS]}, ensure_ascii=False)
+    ctxledger.measure(
+        "serialized",
+        text,
+        tool_call_id=call_id,
+        tool_name="query_orders",
+        declared=True,
+        strategy="head_rows",
+        marker=False,
+    )
+    return text
+
+
+def seed_000_first_rows(model: str = DEFAULT_MODEL) -> None:
+    """A declared head-rows cut with no marker: 180 of 200 orders gone, unbeknown."""
+    with ctxledger.run("orders-agent"):
+        messages: list[Message] = [
+            {"role": "system", "content": "你是订单分析助手，只依据工具返回的订单数据回答。"},
+            {
+                "role": "user",
+                "content": "近 30 天有哪些异常订单？请列出所有带 KEY 标记的关键事实。",
+            },
+        ]
+        send(messages, model)
+        messages.append(assistant_calls(tool_call(ORDERS_CALL_ID, "query_orders", {"days": 30})))
+        result = query_orders(30, tool_call_id=ORDERS_CALL_ID)
+        messages.append(tool_message(ORDERS_CALL_ID, serialize_first_rows(result, ORDERS_CALL_ID)))
+        send(messages, model)  # step 2: 20 rows that look like the whole answer

@@ -1,0 +1,100 @@
+"""The ``ctxledger`` command line's arguments: every subcommand, its flags and its handler."""
+
+from __future__ import annotations
+
+import argparse
+
+from ctxledger import __version__
+from ctxledger_cli.commands import (
+    handle_alerts_check,
+    handle_dashboard,
+    handle_db_upgrade,
+    handle_demo,
+    handle_serve,
+    handle_up,
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ctxledger",
+        description="Make every loss of tool-result data on its way to the model visible.",
+    )
+    parser.add_argument("--version", action="version", version=f"ctxledger {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+    demo = commands.add_parser(
+        "demo",
+        help="run scripted agents that reproduce the seeds' incidents (no LLM needed)",
+        description="Run scripted agents (no LLM, no network) and print the data ledger; "
+        "with --endpoint, send every incident to a collector and print its verdicts.",
+    )
+    demo.add_argument(
+        "--endpoint",
+        help="also export the spans over OTLP/HTTP to this collector (e.g. http://127.0.0.1:4318)",
+    )
+    demo.add_argument(
+        "--ledger", default="stderr", help="where the ledger goes: stderr, stdout, a file or off"
+    )
+    demo.add_argument(
+        "--all",
+        action="store_true",
+        help="run every seed incident (the default with --endpoint; otherwise seed 004 only)",
+    )
+    demo.set_defaults(handler=handle_demo)
+
+    serve = commands.add_parser(
+        "serve",
+        help="run the collector (OTLP/HTTP ingest, verdicts, query API, metrics)",
+        description="Run the collector. Settings come from CTXLEDGER_* variables; "
+        "the database defaults to sqlite:///./ctxledger.db (migrated on start).",
+    )
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=4318)
+    serve.add_argument("--database-url", help="overrides CTXLEDGER_DATABASE_URL")
+    serve.add_argument("--log-level", default="warning")
+    serve.add_argument(
+        "--demo",
+        action="store_true",
+        help="once up, send the seeds' incidents to this collector and print its verdicts",
+    )
+    serve.set_defaults(handler=handle_serve)
+
+    dashboard = commands.add_parser(
+        "dashboard", help="run the dashboard against a collector's HTTP API"
+    )
+    dashboard.add_argument("--api", default="http://127.0.0.1:4318", help="the collector's URL")
+    dashboard.add_argument("--host", default="127.0.0.1")
+    dashboard.add_argument("--port", type=int, default=8501)
+    dashboard.set_defaults(handler=handle_dashboard)
+
+    stack = commands.add_parser(
+        "up",
+        help="run the whole stack: collector (SQLite), dashboard and the demo incidents",
+        description="Start the collector on embedded SQLite and the dashboard, send the "
+        "seeds' incidents (unless --no-demo), print both URLs; Ctrl-C stops both.",
+    )
+    stack.add_argument("--host", default="127.0.0.1")
+    stack.add_argument("--port", type=int, default=4318, help="the collector's port")
+    stack.add_argument("--dashboard-port", type=int, default=8501)
+    stack.add_argument("--no-demo", action="store_true", help="do not send the demo incidents")
+    stack.set_defaults(handler=handle_up)
+
+    db = commands.add_parser("db", help="database maintenance")
+    db_commands = db.add_subparsers(dest="db_command", required=True)
+    upgrade = db_commands.add_parser("upgrade", help="apply the migrations")
+    upgrade.add_argument("--database-url", help="overrides CTXLEDGER_DATABASE_URL")
+    upgrade.add_argument("--revision", default="head")
+    upgrade.set_defaults(handler=handle_db_upgrade)
+
+    alerts = commands.add_parser("alerts", help="alert rules")
+    alerts_commands = alerts.add_subparsers(dest="alerts_command", required=True)
+    check = alerts_commands.add_parser(
+        "check",
+        help="check an alert rules file and print every problem with its line",
+        description="Check an alert rules file (YAML, or TOML if it ends in .toml): print "
+        "'FILE: OK' and exit 0, or every problem, one per line, and exit 1. Secrets written "
+        "${NAME} are read from the environment, so set them before checking.",
+    )
+    check.add_argument("file", metavar="FILE", help="the rules file")
+    check.set_defaults(handler=handle_alerts_check)
+    return parser

@@ -1,0 +1,79 @@
+"""`ctxledger serve` and `ctxledger db upgrade` as a user runs them."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from ctxledger_cli.demo import EXPECTED_VERDICTS
+from tests.collector.live_collector import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _env(database_url: str) -> dict[str, str]:
+    return {
+        **os.environ,
+        "CTXLEDGER_DATABASE_URL": database_url,
+        "PYTHONPATH": os.pathsep.join([str(ROOT / d) for d in ("sdk", "collector", "cli")]),
+    }
+
+
+def _cli(*args: str, database_url: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ctxledger_cli", *args],
+        env=_env(database_url),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_serve_refuses_an_unmigrated_postgres_and_says_what_to_run(postgres_url: str) -> None:
+    refused = _cli("serve", "--port", "1", database_url=postgres_url)
+    assert refused.returncode == 2
+    assert "ctxledger db upgrade" in refused.stderr
+
+    upgraded = _cli("db", "upgrade", database_url=postgres_url)
+    assert upgraded.returncode == 0, upgraded.stderr
+    assert "is at revision" in upgraded.stdout
+
+
+def test_serve_demo_sends_the_incidents_once_ready_and_keeps_serving(tmp_path: Path) -> None:
+    """The collector calls the command line back when ready; the demo's verdicts follow."""
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ctxledger_cli", "serve", "--demo", "--port", str(port)],
+        env={**_env(f"sqlite:///{tmp_path / 'ctxledger.db'}"), "PYTHONUNBUFFERED": "1"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        encoding="utf-8",
+    )
+    # Kill it if the demo never finishes, so the read below ends instead of hanging.
+    watchdog = threading.Timer(120, process.kill)
+    watchdog.start()
+    output: list[str] = []
+    try:
+        assert process.stdout is not None
+        for line in process.stdout:
+            output.append(line.rstrip())
+            if "The collector keeps running" in line:
+                break
+        assert process.poll() is None, "\n".join(output)
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=30)
+        finally:
+            watchdog.cancel()
+            process.kill()
+    assert f"Verdicts from the collector at http://127.0.0.1:{port}:" in output, output
+    for name, (_, expected) in EXPECTED_VERDICTS.items():
+        (line,) = [line for line in output if line.split()[:1] == [name]]
+        assert line.split()[1] == expected and line.endswith("(ok)"), line
