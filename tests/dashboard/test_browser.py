@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ctxledger_dashboard.screenshots import browser, capture, running_stack
+from ctxledger_cli.screenshots import browser, capture, running_stack
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Where the screenshot of this test is kept (CI artefacts, a developer's look).

@@ -1,6 +1,6 @@
 """Screenshots of the dashboard in a real headless Chromium, driven by Playwright.
 
-``python -m ctxledger_dashboard.screenshots --out docs/screenshots`` starts ``ctxledger up``
+``python -m ctxledger_cli.screenshots --out docs/screenshots`` starts ``ctxledger up``
 on spare ports (SQLite in a temporary folder, with the demo incidents), opens every page
 and saves one PNG per page. The browser tests use the same functions. Needs Debian's
 ``chromium`` (or ``--chromium PATH``) and the ``playwright`` package (no browser download).
