@@ -59,7 +59,7 @@ from pydantic import (
     model_validator,
 )
 
-from ctxledger.verdicts import VERDICTS
+from ctxledger.verdicts import LOSING_VERDICTS, VERDICTS, AlertSeverity
 
 __all__ = [
     "AlertsConfig",
@@ -75,7 +75,7 @@ __all__ = [
     "parse_alerts_config",
 ]
 
-Severity = Literal["info", "warning", "critical"]
+Severity = AlertSeverity
 
 RULE_NAME_PATTERN = r"^[a-z0-9][a-z0-9_.-]*$"
 SECRET_PREFIX = "whsec_"
@@ -316,7 +316,7 @@ def default_config() -> AlertsConfig:
         rules=(
             Rule(
                 name="lost-silently",
-                verdicts=("silent", "dropped", "orphaned"),
+                verdicts=LOSING_VERDICTS,
                 severity="critical",
             ),
         ),

@@ -6,10 +6,10 @@ from typing import Any
 
 import streamlit as st
 
-from ctxledger.verdicts import VERDICT_SEVERITY
+from ctxledger.verdicts import VERDICT_MEANINGS, VERDICT_SEVERITY
 from ctxledger_dashboard import charts
 from ctxledger_dashboard.page_kit import empty_state, fetch, live, run_link, when
-from ctxledger_dashboard.verdict_style import MEANINGS, badge, ordered
+from ctxledger_dashboard.verdict_style import badge, ordered
 
 PAGE_SIZE = 50
 
@@ -79,7 +79,7 @@ def _journey(journey: dict[str, Any], focused: bool) -> None:
             f"{badge(verdict)} {_journey_title(journey)}"
             + (" :material/arrow_back: *linked*" if focused else "")
         )
-        st.caption(MEANINGS.get(verdict, ""))
+        st.caption(VERDICT_MEANINGS.get(verdict, ""))
         if not journey["settled"]:
             st.caption(
                 ":material/hourglass_top: waiting for later stages (not judged incomplete yet)"
@@ -193,7 +193,7 @@ def render() -> None:
     )
     columns = st.columns(len(run["verdicts"]) or 1)
     for column, (verdict, count) in zip(columns, ordered(run["verdicts"]), strict=False):
-        column.metric(verdict, count, help=MEANINGS.get(verdict))
+        column.metric(verdict, count, help=VERDICT_MEANINGS.get(verdict))
     for step in run["steps"]:
         _step(step, focus_step, focus_call)
 
