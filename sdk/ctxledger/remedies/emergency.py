@@ -41,12 +41,14 @@ from typing import Any, Final, TypeVar
 
 from opentelemetry import trace
 
+from ctxledger import semconv
 from ctxledger._api import measure
 from ctxledger._markers import EMERGENCY_TRIM_PLACEHOLDER
 from ctxledger._messages import parse_messages
 from ctxledger._safety import never_raises
 from ctxledger._serialize import to_text
 from ctxledger._tokens import TokenCounter, encoding_name_for
+from ctxledger.verdicts import STAGE_EMERGENCY_TRIM_ORDER
 
 __all__ = [
     "CONTEXT_LENGTH_PREDICATES",
@@ -67,10 +69,8 @@ T = TypeVar("T")
 Estimator = Callable[[list[Any]], int]
 OverflowPredicate = Callable[[BaseException], bool]
 
-STAGE_EMERGENCY_TRIM: Final = "emergency_trim"
-#: After ``assembled`` (30), before ``sent`` (40).
-STAGE_EMERGENCY_TRIM_ORDER: Final = 35
-EVENT_CONTEXT_LENGTH_EXCEEDED: Final = "ctxledger.context_length_exceeded"
+STAGE_EMERGENCY_TRIM: Final = semconv.STAGE_EMERGENCY_TRIM
+EVENT_CONTEXT_LENGTH_EXCEEDED: Final = semconv.EVENT_CONTEXT_LENGTH_EXCEEDED
 
 _RESPONSES_OUTPUT_TYPES: Final = frozenset({"function_call_output", "custom_tool_call_output"})
 _TEXT_PART_TYPES: Final = frozenset({"text", "input_text", "output_text"})
@@ -437,20 +437,20 @@ def _record_overflow(
 ) -> None:
     """The provider's overflow as an event on the current span (a no-op without one)."""
     attributes: dict[str, str | int | bool] = {
-        "error.type": type(error).__qualname__,
-        "ctxledger.error.message": str(error)[:_MAX_EVENT_MESSAGE_CHARS],
-        "ctxledger.emergency_trim.attempt": attempt,
+        semconv.ERROR_TYPE: type(error).__qualname__,
+        semconv.ERROR_MESSAGE: str(error)[:_MAX_EVENT_MESSAGE_CHARS],
+        semconv.EMERGENCY_TRIM_ATTEMPT: attempt,
     }
     status = _status(error)
     if status is not None:
-        attributes["http.response.status_code"] = status
+        attributes[semconv.HTTP_RESPONSE_STATUS_CODE] = status
     if model:
-        attributes["gen_ai.request.model"] = model
+        attributes[semconv.REQUEST_MODEL] = model
     if result is not None:
-        attributes["ctxledger.emergency_trim.trimmed"] = len(result.trimmed)
-        attributes["ctxledger.emergency_trim.tokens_before"] = result.tokens_before
-        attributes["ctxledger.emergency_trim.tokens_after"] = result.tokens_after
-        attributes["ctxledger.emergency_trim.nothing_left"] = result.nothing_left
+        attributes[semconv.EMERGENCY_TRIM_TRIMMED] = len(result.trimmed)
+        attributes[semconv.EMERGENCY_TRIM_TOKENS_BEFORE] = result.tokens_before
+        attributes[semconv.EMERGENCY_TRIM_TOKENS_AFTER] = result.tokens_after
+        attributes[semconv.EMERGENCY_TRIM_NOTHING_LEFT] = result.nothing_left
     trace.get_current_span().add_event(EVENT_CONTEXT_LENGTH_EXCEEDED, attributes)
 
 
