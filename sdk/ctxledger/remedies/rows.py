@@ -18,7 +18,8 @@ from typing import Any
 
 from ctxledger._safety import raise_errors, report_failure
 from ctxledger.remedies.budget import Budget, Declaration, as_budget, declaration
-from ctxledger.remedies.clip import Clipped, clip_text, largest
+from ctxledger.remedies.clip import Clipped, clip_text
+from ctxledger.remedies.fitting import largest
 from ctxledger.remedies.keep_rules import (
     ANOMALY_STATUSES,
     DEFAULT_RULES,

@@ -30,7 +30,7 @@ from typing import Any, Protocol, TypedDict, runtime_checkable
 
 from ctxledger._items import DEFAULT_ID_FIELDS, DEFAULT_ITEM_KEYS, find_item_list, item_id
 from ctxledger._serialize import to_text
-from ctxledger.remedies.clip import boundary_at_or_before, grapheme_boundaries
+from ctxledger.remedies.graphemes import grapheme_bounds
 
 #: Environment variable naming the default store's directory.
 SPILL_DIR_ENV = "CTXLEDGER_SPILL_DIR"
@@ -44,8 +44,6 @@ REF_PATTERN = r"spill_[0-9a-f]{16}"
 _REF = re.compile(REF_PATTERN)
 _SUFFIX = ".txt"
 _TMP_PREFIX = ".tmp-spill-"
-# How far back a grapheme scan may start before falling back to the text's start.
-_SAFE_START_WINDOW = 4096
 
 
 class InvalidRefError(ValueError):
@@ -223,22 +221,6 @@ def default_store() -> DirectorySpillStore:
         if store is None:
             store = _DEFAULT_STORES[directory] = DirectorySpillStore(directory)
         return store
-
-
-# --- grapheme boundaries ---------------------------------------------------------------
-
-
-def grapheme_bounds(text: str, pos: int) -> tuple[int, int]:
-    """The start and end of the grapheme cluster ``pos`` falls inside; ``(pos, pos)``
-    when ``pos`` already is a boundary (positions are clamped to the text)."""
-    if pos <= 0:
-        return 0, 0
-    if pos >= len(text):
-        return len(text), len(text)
-    start = boundary_at_or_before(text, pos)
-    if start == pos:
-        return pos, pos
-    return start, grapheme_boundaries(text, start, pos + 1)[-1]
 
 
 # --- record ids ------------------------------------------------------------------------
