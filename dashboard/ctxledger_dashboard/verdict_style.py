@@ -18,9 +18,9 @@ COLORS: dict[str, str] = {
 
 #: Which layer to look at when a stage loses content (the issue's "right layer").
 LAYER_OF_STAGE: dict[str, str] = {
-    "serialized": "the serializer (tool result → text)",
-    "assembled": "the context manager (text → messages array)",
-    "sent": "the HTTP layer / gateway (messages → request body)",
+    sc.STAGE_SERIALIZED: "the serializer (tool result → text)",
+    sc.STAGE_ASSEMBLED: "the context manager (text → messages array)",
+    sc.STAGE_SENT: "the HTTP layer / gateway (messages → request body)",
     "request": "history trimming (a result or its call left the request)",
 }
 

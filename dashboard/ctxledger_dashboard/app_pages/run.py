@@ -6,6 +6,7 @@ from typing import Any
 
 import streamlit as st
 
+from ctxledger import semconv as sc
 from ctxledger.verdicts import VERDICT_MEANINGS, VERDICT_SEVERITY
 from ctxledger_dashboard import charts
 from ctxledger_dashboard.page_kit import empty_state, fetch, live, run_link, when
@@ -96,7 +97,7 @@ def _journey(journey: dict[str, Any], focused: bool) -> None:
         if journey["lost_fields"]:
             st.markdown("**Fields dropped from every item:** " + ", ".join(journey["lost_fields"]))
         for transition in journey["transitions"]:
-            if transition["verdict"] != "intact":
+            if transition["verdict"] != sc.VERDICT_INTACT:
                 st.markdown(
                     f"- {badge(transition['verdict'])} `{transition['from_stage']}` → "
                     f"`{transition['to_stage']}`: " + "; ".join(transition["reasons"])
@@ -152,7 +153,7 @@ def _step(step: dict[str, Any], focus_step: int | None, focus_call: str | None) 
     summary = " ".join(f"{badge(v)} ×{n}" for v, n in ordered(counts))
     label = f"Step {step['step'] if step['step'] is not None else '—'}"
     expanded = step["step"] == focus_step or (
-        focus_step is None and step["verdict"] not in ("intact", "declared")
+        focus_step is None and step["verdict"] not in (sc.VERDICT_INTACT, sc.VERDICT_DECLARED)
     )
     with st.expander(f"{label} · worst: {step['verdict']}", expanded=expanded):
         st.markdown(summary or "_no tool results in this step_")

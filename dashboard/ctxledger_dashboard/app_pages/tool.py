@@ -11,6 +11,7 @@ from urllib.parse import urlencode
 import pandas as pd
 import streamlit as st
 
+from ctxledger import semconv as sc
 from ctxledger.verdicts import LOSING_VERDICTS, VERDICT_MEANINGS
 from ctxledger_dashboard import charts
 from ctxledger_dashboard.page_kit import TIME_RANGES, empty_state, fetch, live, run_link
@@ -127,7 +128,7 @@ def _agents(profile: dict[str, Any], range_code: str) -> None:
 
 def _what_was_lost(report: dict[str, Any]) -> str:
     for transition in report["transitions"]:
-        if transition["verdict"] != "intact":
+        if transition["verdict"] != sc.VERDICT_INTACT:
             reasons = "; ".join(transition["reasons"])
             return f"{transition['from_stage']} → {transition['to_stage']}: {reasons}"
     return "; ".join(report["notes"])

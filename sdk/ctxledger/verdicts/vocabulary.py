@@ -52,13 +52,3 @@ STAGE_EMERGENCY_TRIM_ORDER: Final = 35
 AlertSeverity = Literal["info", "warning", "critical"]
 #: Every alert severity, mildest first.
 ALERT_SEVERITIES: Final[tuple[AlertSeverity, ...]] = get_args(AlertSeverity)
-
-__all__ = [
-    "ALERT_SEVERITIES",
-    "LOSING_VERDICTS",
-    "STAGE_EMERGENCY_TRIM_ORDER",
-    "VERDICTS",
-    "VERDICT_MEANINGS",
-    "VERDICT_SEVERITY",
-    "AlertSeverity",
-]
