@@ -10,11 +10,10 @@ from sqlalchemy import ColumnElement, Integer, cast, func, select
 from sqlalchemy.orm import Session
 
 from ctxledger import semconv as sc
+from ctxledger.verdicts import LOSING_VERDICTS
 from ctxledger_collector.queries import ReportFilter, filtered, report_json
 from ctxledger_collector.tables import REPORTS, ReportRow
 
-#: Verdicts that mean the model was misled or the request broke: what to fix first.
-LOSING = (sc.VERDICT_SILENT, sc.VERDICT_DROPPED, sc.VERDICT_ORPHANED)
 _TOOL_SAMPLE = 10_000
 
 
@@ -83,7 +82,7 @@ def breakdown(session: Session, f: ReportFilter, by: str, limit: int) -> dict[st
         row["verdicts"][verdict] = count
         row["lost_items"] += int(lost_items or 0)
         row["lost_tokens"] += int(lost_tokens or 0)
-        if verdict in LOSING:
+        if verdict in LOSING_VERDICTS:
             row["losing"] += count
     ordered = sorted(
         rows.values(),
@@ -150,7 +149,7 @@ def tool_profile(
         "journeys": len(rows),
         "sampled": len(rows) == _TOOL_SAMPLE,
         "verdicts": dict(verdicts),
-        "losing": sum(verdicts[v] for v in LOSING),
+        "losing": sum(verdicts[v] for v in LOSING_VERDICTS),
         "lost_items": sum(r.lost_items for r in rows),
         "lost_tokens": sum(r.lost_tokens for r in rows),
         "agents": dict(agents),

@@ -8,11 +8,11 @@ from urllib.parse import urlencode
 import pandas as pd
 import streamlit as st
 
+from ctxledger.verdicts import VERDICT_MEANINGS
 from ctxledger_dashboard import charts
 from ctxledger_dashboard.page_kit import fetch, run_link
 from ctxledger_dashboard.verdict_style import (
     COLORS,
-    MEANINGS,
     badge,
     ordered,
 )
@@ -74,7 +74,7 @@ def runs(f: dict[str, Any], totals: dict[str, int]) -> None:
     )
     verdict = None if choice in (None, ANY) else choice
     if verdict:
-        st.caption(f"{badge(verdict)} {MEANINGS.get(verdict, '')}")
+        st.caption(f"{badge(verdict)} {VERDICT_MEANINGS.get(verdict, '')}")
     key = "runs_page:" + repr((f["range"], f["agent"], f["tool"], tuple(f["verdict"]), verdict))
     st.session_state.setdefault(key, 0)
     offset = st.session_state[key] * PAGE_SIZE

@@ -6,8 +6,6 @@ import streamlit as st
 
 from ctxledger_dashboard.page_kit import TIME_RANGES
 
-#: The verdicts that mean the model was misled or the request broke: what to fix first.
-LOSING = ("silent", "dropped", "orphaned")
 #: URL-friendly codes for the time ranges: ``?range=last-24-hours``.
 RANGES: dict[str, str] = {label.lower().replace(" ", "-"): label for label in TIME_RANGES}
 DEFAULT_RANGE = "last-24-hours" if "last-24-hours" in RANGES else next(iter(RANGES))

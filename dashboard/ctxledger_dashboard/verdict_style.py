@@ -1,34 +1,26 @@
-"""How verdicts look: one colour and one plain-language line each, used on every page."""
+"""How verdicts look: one colour each, used on every page. What each verdict means is
+:data:`ctxledger.verdicts.VERDICT_MEANINGS`."""
 
 from __future__ import annotations
 
+from ctxledger import semconv as sc
 from ctxledger.verdicts import VERDICT_SEVERITY, VERDICTS
 
 COLORS: dict[str, str] = {
-    "intact": "#2e7d32",
-    "declared": "#1565c0",
-    "incomplete": "#9e9e9e",
-    "unmarked": "#f9a825",
-    "silent": "#c62828",
-    "dropped": "#6a1b9a",
-    "orphaned": "#e65100",
-}
-
-MEANINGS: dict[str, str] = {
-    "intact": "nothing was lost between stages",
-    "declared": "content was lost and the model sees a marker that says so",
-    "unmarked": "lost and declared in telemetry, but the model sees no marker",
-    "silent": "lost and nobody said so: the model takes the part for the whole",
-    "dropped": "the whole result vanished from a request",
-    "orphaned": "a tool call without its result, or a result without its call",
-    "incomplete": "later stages never arrived within the grace period",
+    sc.VERDICT_INTACT: "#2e7d32",
+    sc.VERDICT_DECLARED: "#1565c0",
+    sc.VERDICT_INCOMPLETE: "#9e9e9e",
+    sc.VERDICT_UNMARKED: "#f9a825",
+    sc.VERDICT_SILENT: "#c62828",
+    sc.VERDICT_DROPPED: "#6a1b9a",
+    sc.VERDICT_ORPHANED: "#e65100",
 }
 
 #: Which layer to look at when a stage loses content (the issue's "right layer").
 LAYER_OF_STAGE: dict[str, str] = {
-    "serialized": "the serializer (tool result → text)",
-    "assembled": "the context manager (text → messages array)",
-    "sent": "the HTTP layer / gateway (messages → request body)",
+    sc.STAGE_SERIALIZED: "the serializer (tool result → text)",
+    sc.STAGE_ASSEMBLED: "the context manager (text → messages array)",
+    sc.STAGE_SENT: "the HTTP layer / gateway (messages → request body)",
     "request": "history trimming (a result or its call left the request)",
 }
 
@@ -45,14 +37,14 @@ def badge(verdict: str) -> str:
 
 def _streamlit_color(verdict: str) -> str:
     return {
-        "intact": "green",
-        "declared": "blue",
-        "incomplete": "gray",
-        "unmarked": "orange",
-        "silent": "red",
-        "dropped": "violet",
-        "orphaned": "orange",
+        sc.VERDICT_INTACT: "green",
+        sc.VERDICT_DECLARED: "blue",
+        sc.VERDICT_INCOMPLETE: "gray",
+        sc.VERDICT_UNMARKED: "orange",
+        sc.VERDICT_SILENT: "red",
+        sc.VERDICT_DROPPED: "violet",
+        sc.VERDICT_ORPHANED: "orange",
     }.get(verdict, "gray")
 
 
-__all__ = ["COLORS", "LAYER_OF_STAGE", "MEANINGS", "VERDICTS", "badge", "ordered"]
+__all__ = ["COLORS", "LAYER_OF_STAGE", "VERDICTS", "badge", "ordered"]

@@ -20,7 +20,7 @@ from ctxledger._safety import never_raises
 from ctxledger._serialize import to_text
 from ctxledger._settings import Settings
 from ctxledger._tokens import encoding_name_for
-from ctxledger.verdicts import Tolerances
+from ctxledger.verdicts import STAGE_EMERGENCY_TRIM_ORDER, Tolerances
 
 
 def configure(
@@ -150,7 +150,9 @@ def _submit_parts(
     step: int,
     encoding: str,
 ) -> None:
-    order = _stage_order(stage, None) if stage in sc.BUILTIN_STAGE_ORDER else 35
+    order = (
+        _stage_order(stage, None) if stage in sc.BUILTIN_STAGE_ORDER else STAGE_EMERGENCY_TRIM_ORDER
+    )
     parent, ctx = parent_span(run), otel_context.get_current()
     for part in parsed.results:
         client.recorder.submit(

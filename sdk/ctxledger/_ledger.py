@@ -14,7 +14,14 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 from ctxledger import semconv as sc
-from ctxledger.verdicts import Manifest, Measurement, Report, Tolerances, judge_trace
+from ctxledger.verdicts import (
+    VERDICT_MEANINGS,
+    Manifest,
+    Measurement,
+    Report,
+    Tolerances,
+    judge_trace,
+)
 
 _PREFIX = "[ctxledger]"
 
@@ -65,17 +72,10 @@ def format_loss(report: Report) -> str:
     if report.lost_fields:
         details.append("fields " + ", ".join(report.lost_fields))
     what = ", ".join(d for d in details if d) or "content"
-    told = {
-        sc.VERDICT_DECLARED: "the model sees a truncation marker",
-        sc.VERDICT_UNMARKED: "declared in telemetry, but the model sees no marker",
-        sc.VERDICT_SILENT: "no marker, not declared: the model takes the part for the whole",
-        sc.VERDICT_DROPPED: "the whole result vanished from the request",
-        sc.VERDICT_ORPHANED: "tool call and result are no longer paired",
-        sc.VERDICT_INCOMPLETE: "later stages never arrived",
-    }.get(report.verdict, "")
+    meaning = VERDICT_MEANINGS.get(report.verdict, "")
     line = (
         f"{_PREFIX} LOSS {report.verdict}: {report.tool_name or '?'}[{report.tool_call_id}] "
-        f"{where} lost {what}; {told}"
+        f"{where} lost {what}; {meaning}"
     )
     if report.lost_item_ids:
         line += f"; lost ids: {_short(report.lost_item_ids)}"

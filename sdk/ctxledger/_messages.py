@@ -1,7 +1,8 @@
 """Find tool calls and tool results in LLM chat message lists and request bodies.
 
-This module is pure: standard library only, no I/O, no SDK imports. It understands
-three wire formats, detected per message (a list may mix them harmlessly):
+This module is pure: standard library only and no I/O; its one SDK import is its pure
+sibling :mod:`ctxledger._message_content`. It understands three wire formats, detected
+per message (a list may mix them harmlessly):
 
 ``openai_chat``
     OpenAI Chat Completions. Calls are the ``tool_calls`` entries of (assistant)
@@ -17,34 +18,30 @@ three wire formats, detected per message (a list may mix them harmlessly):
     "name", "arguments"}`` and ``{"type": "function_call_output", "call_id",
     "output"}`` (and their ``custom_tool_call`` / ``custom_tool_call_output`` twins).
 
-How a result's content becomes one text (:attr:`ToolResultPart.text`):
-
-* a string is taken verbatim (no normalisation of any kind);
-* ``None`` or a missing content is ``""``;
-* a list of content parts (at least one element is a mapping whose ``"type"`` is a
-  known content-part type such as ``text`` or ``image``) is the *concatenation*,
-  with no separator, of the ``text`` of its text parts (types ``text``,
-  ``input_text``, ``output_text``). Joining with ``""`` rather than a newline is a
-  deliberate choice: it adds no character that is not in a part, so the measured
-  size is the sum of the parts' sizes. Other parts (images, files, documents) and
-  junk elements contribute nothing. An empty list is ``""``;
-* anything else (a dict, a number, a list of plain records given as content by
-  mistake) is ``json.dumps(value, ensure_ascii=False)``.
-
-Messages and blocks may be mappings or objects: objects with a ``model_dump()``
-method (pydantic models such as the OpenAI / Anthropic SDK types) are dumped with
-``mode="python"``; other objects are read through their attributes (``vars()`` or
-dataclass fields). Anything unrecognised is skipped silently: :func:`parse_messages`
-never raises because of an odd entry.
+How a result's content becomes one text, and how messages given as objects are read, is
+said in :mod:`ctxledger._message_content`. Anything unrecognised is skipped silently:
+:func:`parse_messages` never raises because of an odd entry.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
+
+from ctxledger._message_content import (
+    RESPONSES_CALL_TYPES,
+    RESPONSES_OUTPUT_TYPES,
+    as_mapping,
+    content_text,
+    list_items,
+    lookup,
+    str_or_none,
+    type_of,
+    usable_call_id,
+)
 
 __all__ = [
     "FORMAT_ANTHROPIC",
@@ -64,25 +61,6 @@ FORMAT_OPENAI_CHAT: Final = "openai_chat"
 FORMAT_ANTHROPIC: Final = "anthropic"
 FORMAT_OPENAI_RESPONSES: Final = "openai_responses"
 FORMAT_UNKNOWN: Final = "unknown"
-
-#: Content-part types whose ``text`` is part of what the model reads.
-_TEXT_PART_TYPES: Final = frozenset({"text", "input_text", "output_text"})
-#: Every content-part type known to the three formats; a list with none of them is data.
-_PART_TYPES: Final = _TEXT_PART_TYPES | frozenset(
-    {
-        "image",
-        "image_url",
-        "input_image",
-        "input_audio",
-        "input_file",
-        "file",
-        "document",
-        "search_result",
-        "refusal",
-    }
-)
-_RESPONSES_CALL_TYPES: Final = frozenset({"function_call", "custom_tool_call"})
-_RESPONSES_OUTPUT_TYPES: Final = frozenset({"function_call_output", "custom_tool_call_output"})
 
 
 @dataclass(frozen=True)
@@ -132,98 +110,6 @@ class RequestBodyError(ValueError):
     """The request body is not a JSON object (invalid UTF-8, invalid JSON, other type)."""
 
 
-# --- normalisation -------------------------------------------------------------------
-
-
-def _as_mapping(obj: Any) -> Mapping[str, Any] | None:
-    """Return ``obj`` as a mapping, or ``None`` if it cannot be read as one. Never raises."""
-    if isinstance(obj, Mapping):
-        return obj
-    if obj is None or isinstance(obj, (str, bytes, bytearray, int, float, list, tuple, type)):
-        return None
-    model_dump = getattr(obj, "model_dump", None)
-    if callable(model_dump):
-        try:
-            dumped = model_dump(mode="python")
-        except TypeError:
-            try:
-                dumped = model_dump()
-            except Exception:
-                dumped = None
-        except Exception:
-            dumped = None
-        if isinstance(dumped, Mapping):
-            return dumped
-    try:
-        if dataclasses.is_dataclass(obj):
-            return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
-        return dict(vars(obj))
-    except Exception:
-        return None
-
-
-def _get(mapping: Mapping[str, Any], key: str) -> Any:
-    """``mapping.get(key)`` that tolerates broken mapping implementations."""
-    try:
-        return mapping.get(key)
-    except Exception:
-        return None
-
-
-def _str_or_none(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-def _type_of(mapping: Mapping[str, Any] | None) -> str | None:
-    """The ``"type"`` of a block or item if it is a string (safe for set membership)."""
-    return None if mapping is None else _str_or_none(_get(mapping, "type"))
-
-
-def _call_id(value: Any) -> str | None:
-    """A usable tool call id: a non-empty string."""
-    return value if isinstance(value, str) and value else None
-
-
-def _dumps(value: Any) -> str:
-    try:
-        return json.dumps(value, ensure_ascii=False, default=str)
-    except (TypeError, ValueError, RecursionError):
-        return str(value)
-
-
-def _content_text(content: Any) -> str:
-    """The text the model sees for a tool result content (see the module docstring)."""
-    if isinstance(content, str):
-        return content
-    if content is None:
-        return ""
-    if isinstance(content, (list, tuple)):
-        if not content:
-            return ""
-        parts = [_as_mapping(item) for item in content]
-        if not any(_type_of(p) in _PART_TYPES for p in parts):
-            # Plain data (e.g. a list of records) given as content by mistake.
-            return _dumps(list(content))
-        texts: list[str] = []
-        for part in parts:
-            if part is None or _type_of(part) not in _TEXT_PART_TYPES:
-                continue
-            text = _get(part, "text")
-            if isinstance(text, str):
-                texts.append(text)
-        return "".join(texts)
-    if not isinstance(content, (int, float, bool, dict)):
-        as_map = _as_mapping(content)
-        if as_map is not None:
-            return _dumps(dict(as_map))
-    return _dumps(content)
-
-
-def _iter_list(value: Any) -> Iterator[Any]:
-    if isinstance(value, (list, tuple)):
-        yield from value
-
-
 # --- per-format extraction ----------------------------------------------------------
 
 
@@ -242,13 +128,13 @@ class _Collector:
         if call_id is None:
             return
         self._seen(fmt)
-        self.calls.append(ToolCallPart(call_id, _str_or_none(name), index))
+        self.calls.append(ToolCallPart(call_id, str_or_none(name), index))
 
     def result(self, fmt: str, call_id: str | None, content: Any, index: int) -> None:
         if call_id is None:
             return
         self._seen(fmt)
-        self.results.append((call_id, _content_text(content), index))
+        self.results.append((call_id, content_text(content), index))
 
     def build(self) -> ParsedMessages:
         names: dict[str, str | None] = {}
@@ -268,67 +154,69 @@ class _Collector:
 
 
 def _openai_chat_calls(message: Mapping[str, Any], index: int, out: _Collector) -> None:
-    for raw in _iter_list(_get(message, "tool_calls")):
-        call = _as_mapping(raw)
+    for raw in list_items(lookup(message, "tool_calls")):
+        call = as_mapping(raw)
         if call is None:
             continue
         name: Any = None
         for key in ("function", "custom"):
-            spec = _as_mapping(_get(call, key))
+            spec = as_mapping(lookup(call, key))
             if spec is not None:
-                name = _get(spec, "name")
+                name = lookup(spec, "name")
                 break
-        out.call(FORMAT_OPENAI_CHAT, _call_id(_get(call, "id")), name, index)
+        out.call(FORMAT_OPENAI_CHAT, usable_call_id(lookup(call, "id")), name, index)
 
 
 def _anthropic_blocks(content: Any, index: int, out: _Collector) -> None:
-    for raw in _iter_list(content):
-        block = _as_mapping(raw)
+    for raw in list_items(content):
+        block = as_mapping(raw)
         if block is None:
             continue
-        block_type = _type_of(block)
+        block_type = type_of(block)
         if block_type == "tool_use":
-            out.call(FORMAT_ANTHROPIC, _call_id(_get(block, "id")), _get(block, "name"), index)
+            out.call(
+                FORMAT_ANTHROPIC, usable_call_id(lookup(block, "id")), lookup(block, "name"), index
+            )
         elif block_type == "tool_result":
             out.result(
                 FORMAT_ANTHROPIC,
-                _call_id(_get(block, "tool_use_id")),
-                _get(block, "content"),
+                usable_call_id(lookup(block, "tool_use_id")),
+                lookup(block, "content"),
                 index,
             )
 
 
 def _parse_one(raw: Any, index: int, out: _Collector) -> None:
-    message = _as_mapping(raw)
+    message = as_mapping(raw)
     if message is None:
         return
-    item_type = _type_of(message)
-    if item_type in _RESPONSES_CALL_TYPES:
+    item_type = type_of(message)
+    if item_type in RESPONSES_CALL_TYPES:
         out.call(
             FORMAT_OPENAI_RESPONSES,
-            _call_id(_get(message, "call_id")),
-            _get(message, "name"),
+            usable_call_id(lookup(message, "call_id")),
+            lookup(message, "name"),
             index,
         )
         return
-    if item_type in _RESPONSES_OUTPUT_TYPES:
+    if item_type in RESPONSES_OUTPUT_TYPES:
         out.result(
             FORMAT_OPENAI_RESPONSES,
-            _call_id(_get(message, "call_id")),
-            _get(message, "output"),
+            usable_call_id(lookup(message, "call_id")),
+            lookup(message, "output"),
             index,
         )
         return
-    if _get(message, "role") == "tool":
+    if lookup(message, "role") == "tool":
         out.result(
             FORMAT_OPENAI_CHAT,
-            _call_id(_get(message, "tool_call_id")),
-            _get(message, "content"),
+            usable_call_id(lookup(message, "tool_call_id")),
+            lookup(message, "content"),
             index,
         )
         return
     _openai_chat_calls(message, index, out)
-    _anthropic_blocks(_get(message, "content"), index, out)
+    _anthropic_blocks(lookup(message, "content"), index, out)
 
 
 # --- public API ----------------------------------------------------------------------
@@ -383,11 +271,11 @@ def parse_request_body(body: str | bytes | bytearray | Mapping[str, Any]) -> Par
     if not isinstance(data, Mapping):
         raise RequestBodyError(f"request body must be a JSON object, got {_json_type_name(data)}")
 
-    model = _str_or_none(_get(data, "model"))
-    messages = _get(data, "messages")
+    model = str_or_none(lookup(data, "model"))
+    messages = lookup(data, "messages")
     if isinstance(messages, (list, tuple)):
         return ParsedRequest(parse_messages(messages), model)
-    input_items = _get(data, "input")
+    input_items = lookup(data, "input")
     if isinstance(input_items, (list, tuple, str)):
         parsed = parse_messages(input_items if not isinstance(input_items, str) else ())
         if parsed.format == FORMAT_UNKNOWN:

@@ -17,6 +17,9 @@ STAGE_ORIGINAL: Final = "original"
 STAGE_SERIALIZED: Final = "serialized"
 STAGE_ASSEMBLED: Final = "assembled"
 STAGE_SENT: Final = "sent"
+STAGE_EMERGENCY_TRIM: Final = "emergency_trim"
+"""*Extension.* The custom stage the SDK's emergency trim declares (its order is
+:data:`ctxledger.verdicts.STAGE_EMERGENCY_TRIM_ORDER`)."""
 #: Pipeline position of each built-in stage. Custom stages declare their own order.
 BUILTIN_STAGE_ORDER: Final[dict[str, int]] = {
     STAGE_ORIGINAL: 10,
@@ -102,6 +105,28 @@ CONTENT_TEXT: Final = "ctxledger.content.text"
 """*Extension.* The measured text itself; only sent when content capture is opted in."""
 SDK_NAME: Final = "ctxledger.sdk.name"
 SDK_VERSION: Final = "ctxledger.sdk.version"
+
+# --- the context overflow event (extension) ----------------------------------------
+EVENT_CONTEXT_LENGTH_EXCEEDED: Final = "ctxledger.context_length_exceeded"
+"""*Extension.* A span event: the provider rejected a request as longer than the model's
+context window (recorded by :func:`ctxledger.remedies.call_with_emergency_trim`)."""
+ERROR_TYPE: Final = "error.type"
+"""The exception's class (OpenTelemetry's general attribute)."""
+HTTP_RESPONSE_STATUS_CODE: Final = "http.response.status_code"
+"""The provider's HTTP status, where the error carries one (OpenTelemetry's name)."""
+ERROR_MESSAGE: Final = "ctxledger.error.message"
+"""*Extension.* The error's text, cut to 1,000 chars."""
+EMERGENCY_TRIM_ATTEMPT: Final = "ctxledger.emergency_trim.attempt"
+"""*Extension.* Which overflow of this call it was: 1 for the first."""
+EMERGENCY_TRIM_TRIMMED: Final = "ctxledger.emergency_trim.trimmed"
+"""*Extension.* How many tool results the trim that followed this overflow replaced
+(this and the next three are absent when no trim followed: the rounds ran out)."""
+EMERGENCY_TRIM_TOKENS_BEFORE: Final = "ctxledger.emergency_trim.tokens_before"
+"""*Extension.* The estimated tokens of the request that overflowed."""
+EMERGENCY_TRIM_TOKENS_AFTER: Final = "ctxledger.emergency_trim.tokens_after"
+"""*Extension.* The estimated tokens after that trim."""
+EMERGENCY_TRIM_NOTHING_LEFT: Final = "ctxledger.emergency_trim.nothing_left"
+"""*Extension.* True when every tool result is already the placeholder."""
 
 # --- span names (not part of the contract; clients may name spans freely) -----------
 SPAN_MEASUREMENT: Final = "ctxledger.measure"

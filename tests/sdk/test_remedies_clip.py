@@ -16,13 +16,8 @@ import ctxledger
 from ctxledger._analysis import TextAnalyzer
 from ctxledger._markers import MarkerScanner
 from ctxledger.remedies.budget import Budget, as_budget
-from ctxledger.remedies.clip import (
-    Clipped,
-    boundary_at_or_before,
-    clip_text,
-    grapheme_boundaries,
-    render_clip,
-)
+from ctxledger.remedies.clip import Clipped, clip_text, render_clip
+from ctxledger.remedies.graphemes import boundary_at_or_before, grapheme_boundaries
 from ctxledger.verdicts import Measurement, judge_trace
 
 regex = importlib.import_module("regex")  # ships with tiktoken; no type stubs

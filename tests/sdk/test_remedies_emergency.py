@@ -17,7 +17,7 @@ import ctxledger
 from ctxledger._markers import EMERGENCY_TRIM_PLACEHOLDER
 from ctxledger._messages import parse_messages
 from ctxledger._serialize import to_text
-from ctxledger.remedies import emergency
+from ctxledger.remedies import emergency, overflow, trimming
 from ctxledger.remedies.emergency import (
     EVENT_CONTEXT_LENGTH_EXCEEDED,
     TrimResult,
@@ -346,7 +346,7 @@ def test_nothing_to_trim_is_reported():
 
 def test_each_trimmed_result_is_declared_as_the_emergency_trim_stage(monkeypatch):
     calls: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
-    monkeypatch.setattr(emergency, "measure", lambda *a, **kw: calls.append((a, kw)))
+    monkeypatch.setattr(trimming, "measure", lambda *a, **kw: calls.append((a, kw)))
     result = emergency_trim(openai_history(), model=MODEL)
     assert [kw["tool_call_id"] for _, kw in calls] == list(result.trimmed)
     args, kw = calls[0]
@@ -510,7 +510,7 @@ def test_the_predicate_list_is_extensible(monkeypatch):
         broken,
         lambda e: getattr(e, "reason", None) == "CONTEXT_OVERFLOW",
     ]
-    monkeypatch.setattr(emergency, "CONTEXT_LENGTH_PREDICATES", extended)
+    monkeypatch.setattr(overflow, "CONTEXT_LENGTH_PREDICATES", extended)
     assert is_context_length_error(GatewayError())
     assert not is_context_length_error(ValueError("boom"))
 

@@ -17,6 +17,7 @@ import regex
 import ctxledger
 from ctxledger._markers import MarkerScanner
 from ctxledger.remedies import spill as spill_mod
+from ctxledger.remedies import spill_store
 from ctxledger.remedies.spill import (
     DirectorySpillStore,
     InvalidRefError,
@@ -123,7 +124,7 @@ def test_failed_write_leaves_neither_the_ref_nor_a_temp_file(store, monkeypatch)
     def broken_replace(src: str, dst: str) -> None:
         raise OSError("disk full")
 
-    monkeypatch.setattr(spill_mod.os, "replace", broken_replace)
+    monkeypatch.setattr(spill_store.os, "replace", broken_replace)
     with pytest.raises(OSError, match="disk full"):
         store.put("some text")
     assert list(store.directory.iterdir()) == []

@@ -9,6 +9,7 @@ from urllib.parse import urlencode
 import pandas as pd
 import streamlit as st
 
+from ctxledger.verdicts import ALERT_SEVERITIES
 from ctxledger_dashboard.incident_tables import PAGE_SIZE, page_controls
 from ctxledger_dashboard.page_kit import api_url, fetch, live, run_link, when
 from ctxledger_dashboard.verdict_style import badge
@@ -20,7 +21,8 @@ DELIVERY_HELP = {
     "delivered": "the sink accepted it",
     "dead": "given up after max_attempts (or its sink is no longer configured)",
 }
-SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
+#: Most severe first: critical 0, warning 1, info 2.
+SEVERITY_ORDER = {severity: rank for rank, severity in enumerate(reversed(ALERT_SEVERITIES))}
 STATE_COLORS = {"firing": "#c62828", "resolved": "#2e7d32", "pending": "#9e9e9e"}
 DELIVERY_COLORS = {"dead": "#c62828", "pending": "#f9a825", "delivered": "#2e7d32"}
 SEVERITY_COLORS = {"critical": "#c62828", "warning": "#f9a825", "info": "#1565c0"}

@@ -10,12 +10,12 @@ from typing import Any
 import altair as alt
 import streamlit as st
 
+from ctxledger.verdicts import LOSING_VERDICTS, VERDICT_MEANINGS
 from ctxledger_dashboard import charts, incident_tables
 from ctxledger_dashboard.page_kit import TIME_RANGES, empty_state, fetch, live
-from ctxledger_dashboard.url_state import DEFAULT_RANGE, LOSING, RANGES, synced, to_url
+from ctxledger_dashboard.url_state import DEFAULT_RANGE, RANGES, synced, to_url
 from ctxledger_dashboard.verdict_style import (
     LAYER_OF_STAGE,
-    MEANINGS,
     VERDICTS,
     ordered,
 )
@@ -100,7 +100,7 @@ def _filters() -> dict[str, Any]:
 
 def _headline(totals: dict[str, int], agent_rows: list[dict[str, Any]]) -> None:
     journeys = sum(totals.values())
-    losing = sum(totals.get(v, 0) for v in LOSING)
+    losing = sum(totals.get(v, 0) for v in LOSING_VERDICTS)
     lost_items = sum(row["lost_items"] for row in agent_rows)
     lost_tokens = sum(row["lost_tokens"] for row in agent_rows)
     columns = st.columns(4)
@@ -116,7 +116,7 @@ def _headline(totals: dict[str, int], agent_rows: list[dict[str, Any]]) -> None:
         delta=f"{losing / journeys:.0%} of journeys" if losing else None,
         delta_color="inverse",
         delta_arrow="off",
-        help="; ".join(f"{v}: {MEANINGS[v]}" for v in LOSING),
+        help="; ".join(f"{v}: {VERDICT_MEANINGS[v]}" for v in LOSING_VERDICTS),
         border=True,
     )
     columns[2].metric(
@@ -147,7 +147,7 @@ def _look_first(tool_rows: list[dict[str, Any]], f: dict[str, Any]) -> None:
         step = f"{stage['from_stage']} → {stage['stage']}" if stage["from_stage"] else "the request"
         layer = LAYER_OF_STAGE.get(stage["stage"], f"the code behind `{stage['stage']}`")
         where = f" Most losses happen at **{step}**: look at **{layer}**."
-    losing = ", ".join(f"{n} {v}" for v, n in ordered(worst["verdicts"]) if v in LOSING)
+    losing = ", ".join(f"{n} {v}" for v, n in ordered(worst["verdicts"]) if v in LOSING_VERDICTS)
     st.error(
         f"**Look first at `{name}`**: {losing} of {worst['journeys']} journeys, "
         f"{worst['lost_items']:,} items lost.{where} "

@@ -6,10 +6,11 @@ from typing import Any
 
 import streamlit as st
 
-from ctxledger.verdicts import VERDICT_SEVERITY
+from ctxledger import semconv as sc
+from ctxledger.verdicts import VERDICT_MEANINGS, VERDICT_SEVERITY
 from ctxledger_dashboard import charts
 from ctxledger_dashboard.page_kit import empty_state, fetch, live, run_link, when
-from ctxledger_dashboard.verdict_style import MEANINGS, badge, ordered
+from ctxledger_dashboard.verdict_style import badge, ordered
 
 PAGE_SIZE = 50
 
@@ -79,7 +80,7 @@ def _journey(journey: dict[str, Any], focused: bool) -> None:
             f"{badge(verdict)} {_journey_title(journey)}"
             + (" :material/arrow_back: *linked*" if focused else "")
         )
-        st.caption(MEANINGS.get(verdict, ""))
+        st.caption(VERDICT_MEANINGS.get(verdict, ""))
         if not journey["settled"]:
             st.caption(
                 ":material/hourglass_top: waiting for later stages (not judged incomplete yet)"
@@ -96,7 +97,7 @@ def _journey(journey: dict[str, Any], focused: bool) -> None:
         if journey["lost_fields"]:
             st.markdown("**Fields dropped from every item:** " + ", ".join(journey["lost_fields"]))
         for transition in journey["transitions"]:
-            if transition["verdict"] != "intact":
+            if transition["verdict"] != sc.VERDICT_INTACT:
                 st.markdown(
                     f"- {badge(transition['verdict'])} `{transition['from_stage']}` → "
                     f"`{transition['to_stage']}`: " + "; ".join(transition["reasons"])
@@ -152,7 +153,7 @@ def _step(step: dict[str, Any], focus_step: int | None, focus_call: str | None) 
     summary = " ".join(f"{badge(v)} ×{n}" for v, n in ordered(counts))
     label = f"Step {step['step'] if step['step'] is not None else '—'}"
     expanded = step["step"] == focus_step or (
-        focus_step is None and step["verdict"] not in ("intact", "declared")
+        focus_step is None and step["verdict"] not in (sc.VERDICT_INTACT, sc.VERDICT_DECLARED)
     )
     with st.expander(f"{label} · worst: {step['verdict']}", expanded=expanded):
         st.markdown(summary or "_no tool results in this step_")
@@ -193,7 +194,7 @@ def render() -> None:
     )
     columns = st.columns(len(run["verdicts"]) or 1)
     for column, (verdict, count) in zip(columns, ordered(run["verdicts"]), strict=False):
-        column.metric(verdict, count, help=MEANINGS.get(verdict))
+        column.metric(verdict, count, help=VERDICT_MEANINGS.get(verdict))
     for step in run["steps"]:
         _step(step, focus_step, focus_call)
 

@@ -11,10 +11,12 @@ from urllib.parse import urlencode
 import pandas as pd
 import streamlit as st
 
+from ctxledger import semconv as sc
+from ctxledger.verdicts import LOSING_VERDICTS, VERDICT_MEANINGS
 from ctxledger_dashboard import charts
 from ctxledger_dashboard.page_kit import TIME_RANGES, empty_state, fetch, live, run_link
-from ctxledger_dashboard.url_state import DEFAULT_RANGE, LOSING, RANGES, synced, to_url
-from ctxledger_dashboard.verdict_style import COLORS, LAYER_OF_STAGE, MEANINGS, badge, ordered
+from ctxledger_dashboard.url_state import DEFAULT_RANGE, RANGES, synced, to_url
+from ctxledger_dashboard.verdict_style import COLORS, LAYER_OF_STAGE, badge, ordered
 
 RECENT = 50
 
@@ -59,7 +61,7 @@ def _headline(profile: dict[str, Any]) -> None:
         delta=f"{losing / journeys:.0%} of journeys" if losing else None,
         delta_color="inverse",
         delta_arrow="off",
-        help="; ".join(f"{v}: {MEANINGS[v]}" for v in LOSING),
+        help="; ".join(f"{v}: {VERDICT_MEANINGS[v]}" for v in LOSING_VERDICTS),
         border=True,
     )
     columns[2].metric("Lost items", f"{profile['lost_items']:,}", border=True)
@@ -79,7 +81,7 @@ def _fix_here(by_stage: list[dict[str, Any]]) -> None:
         f"`{_where(top)}`: {top['lost_items']:,} items, {top['lost_tokens']:,} tokens."
     )
     worst = ordered(top["verdicts"])[0][0]
-    (st.error if worst in LOSING else st.warning)(message, icon=":material/build:")
+    (st.error if worst in LOSING_VERDICTS else st.warning)(message, icon=":material/build:")
 
 
 def _stage_table(by_stage: list[dict[str, Any]]) -> None:
@@ -126,7 +128,7 @@ def _agents(profile: dict[str, Any], range_code: str) -> None:
 
 def _what_was_lost(report: dict[str, Any]) -> str:
     for transition in report["transitions"]:
-        if transition["verdict"] != "intact":
+        if transition["verdict"] != sc.VERDICT_INTACT:
             reasons = "; ".join(transition["reasons"])
             return f"{transition['from_stage']} → {transition['to_stage']}: {reasons}"
     return "; ".join(report["notes"])
@@ -227,7 +229,7 @@ def render() -> None:
         return
     worst = ordered(profile["verdicts"])[0][0]
     st.markdown(f"### `{tool}` {badge(worst)}")
-    st.caption(f"{MEANINGS.get(worst, '')} · {RANGES[code].lower()}")
+    st.caption(f"{VERDICT_MEANINGS.get(worst, '')} · {RANGES[code].lower()}")
     _headline(profile)
     _fix_here(profile["by_stage"])
     left, right = st.columns([1, 2], gap="large")

@@ -4,19 +4,14 @@ to get more. The marker's own size counts against the budget; logs keep their ta
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from ctxledger._safety import raise_errors, report_failure
 from ctxledger._serialize import to_text
 from ctxledger.remedies.budget import Budget, Declaration, as_budget, declaration
-
-# ``regex`` ships with tiktoken; it has no type stubs, hence the dynamic import.
-_regex: Any = importlib.import_module("regex")
-_CLUSTER = _regex.compile(r"\X")
-_CLUSTER_RUN = _regex.compile(r"\X{1,1024}")
+from ctxledger.remedies.fitting import fit_head_and_tail
+from ctxledger.remedies.graphemes import boundary_at_or_before, grapheme_boundaries
 
 DEFAULT_HOW_TO_GET_MORE = "ask for a narrower range (offset/pattern)"
 STRATEGY = "head_tail"
@@ -70,116 +65,6 @@ def count_lines(text: str) -> int:
     if not text:
         return 0
     return text.count("\n") + (0 if text.endswith("\n") else 1)
-
-
-def grapheme_boundaries(text: str, start: int = 0, stop: int | None = None) -> list[int]:
-    """Grapheme cluster boundaries of ``text`` from ``start`` (itself a boundary) up to
-    and including the first boundary at or beyond ``stop`` (default: the end)."""
-    end = len(text) if stop is None else min(stop, len(text))
-    bounds = [start]
-    if start >= end:
-        return bounds
-    for match in _CLUSTER.finditer(text, start):
-        bounds.append(match.end())
-        if match.end() >= end:
-            break
-    return bounds
-
-
-def _known_boundary(text: str, offset: int, reach: int = 4096) -> int:
-    """A grapheme cluster boundary at or before ``offset``, found without segmenting
-    from the start: after a line feed, or between two printable ASCII characters (both
-    of break class Other, so nothing joins them)."""
-    low = max(0, offset - reach)
-    newline = text.rfind("\n", low, offset)
-    if newline >= 0:
-        return newline + 1
-    for at in range(offset, low, -1):
-        if " " <= text[at - 1] <= "~" and " " <= text[at] <= "~":
-            return at
-    newline = text.rfind("\n", 0, low)
-    return newline + 1 if newline >= 0 else 0
-
-
-def boundary_at_or_before(text: str, offset: int) -> int:
-    """The last grapheme cluster boundary at or before ``offset``."""
-    if offset <= 0:
-        return 0
-    if offset >= len(text):
-        return len(text)
-    best = _known_boundary(text, offset)
-    for match in _CLUSTER_RUN.finditer(text, best):
-        if match.end() > offset:
-            break
-        best = match.end()
-    for match in _CLUSTER.finditer(text, best):
-        if match.end() > offset:
-            break
-        best = match.end()
-    return best
-
-
-def largest(lo: int, hi: int, ok: Callable[[int], bool]) -> int:
-    """The largest ``k`` in ``[lo, hi]`` reached from ``lo`` (where ``ok`` holds) with
-    ``ok(k)`` true and ``ok(k + 1)`` false (or ``k == hi``): galloping, then bisection."""
-    if hi <= lo:
-        return lo
-    bad = hi + 1
-    step = 1
-    while lo < hi:
-        probe = min(lo + step, hi)
-        if not ok(probe):
-            bad = probe
-            break
-        lo = probe
-        step *= 2
-    while bad - lo > 1:
-        mid = (lo + bad) // 2
-        if ok(mid):
-            lo = mid
-        else:
-            bad = mid
-    return lo
-
-
-def _fit(
-    heads: Sequence[int],
-    tails: Sequence[int],
-    fits: Callable[[int, int], bool],
-    head_fits: Callable[[int], bool],
-) -> tuple[int, int] | None:
-    """Head and tail counts ``(i, j)`` whose rendering fits, such that neither one more
-    head unit nor one more tail unit would. ``heads[i]`` is the end of a head of ``i``
-    units, ``tails[j]`` the start of a tail of ``j`` units; something is always omitted.
-    """
-    if not fits(0, 0):
-        return None
-
-    def max_i(j: int) -> int:
-        return largest(0, len(heads) - 1, lambda k: heads[k] < tails[j])
-
-    def max_j(i: int) -> int:
-        return largest(0, len(tails) - 1, lambda k: tails[k] > heads[i])
-
-    i = largest(0, max_i(0), head_fits)  # the head takes its share first
-    if not fits(i, 0):
-        i = largest(0, i, lambda k: fits(k, 0))
-    j = 0
-    for _ in range(64):
-        new_j = largest(j, max_j(i), _tail_of(fits, i))
-        new_i = largest(i, max_i(new_j), _head_of(fits, new_j))
-        if (new_i, new_j) == (i, j):
-            break
-        i, j = new_i, new_j
-    return i, j
-
-
-def _tail_of(fits: Callable[[int, int], bool], i: int) -> Callable[[int], bool]:
-    return lambda k: fits(i, k)
-
-
-def _head_of(fits: Callable[[int, int], bool], j: int) -> Callable[[int], bool]:
-    return lambda k: fits(k, j)
 
 
 def _n(value: int) -> str:
@@ -273,7 +158,7 @@ class _Clipper:
     ) -> tuple[int, int] | None:
         reserve = self.render(0, len(self.text), level, unit)
         head_budget = self.budget.scaled(self.head_share, reserve)
-        found = _fit(
+        found = fit_head_and_tail(
             heads,
             tails,
             lambda i, j: self.budget.fits(self.render(heads[i], tails[j], level, unit)),

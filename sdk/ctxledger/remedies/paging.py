@@ -10,8 +10,8 @@ from typing import Any
 
 from ctxledger._safety import raise_errors, report_failure
 from ctxledger.remedies.budget import Budget, Declaration, as_budget, declaration
-from ctxledger.remedies.clip import largest
-from ctxledger.remedies.rows import Envelope, Path, load, locate_rows
+from ctxledger.remedies.fitting import largest
+from ctxledger.remedies.row_document import Envelope, Path, load, locate_rows
 
 DEFAULT_PAGE_SIZE = 100
 STRATEGY = "page"

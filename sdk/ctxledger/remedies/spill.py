@@ -9,334 +9,35 @@ to read more; for record lists it also lists the ids of every record, so each on
 retrievable even when the preview is small.
 
 Stores are pluggable (:class:`SpillStore`); :class:`DirectorySpillStore` is the local
-default. Text is cut on grapheme boundaries (``regex``'s ``\\X``; ``regex`` comes with
-tiktoken), never inside a code point, an emoji sequence or a combining sequence.
+default (:mod:`ctxledger.remedies.spill_store`). Text is cut on grapheme boundaries
+(:mod:`ctxledger.remedies.graphemes`), never inside a code point, an emoji sequence or a
+combining sequence.
 """
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import json
-import os
-import re
-import tempfile
-import threading
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Protocol, TypedDict, runtime_checkable
+from typing import Any, TypedDict
 
-from ctxledger._items import DEFAULT_ID_FIELDS, DEFAULT_ITEM_KEYS, find_item_list, item_id
+from ctxledger._items import DEFAULT_ID_FIELDS, DEFAULT_ITEM_KEYS
 from ctxledger._serialize import to_text
-from ctxledger.remedies.clip import boundary_at_or_before, grapheme_boundaries
+from ctxledger.remedies.graphemes import grapheme_bounds
+from ctxledger.remedies.record_ids import ids_part, record_ids
+from ctxledger.remedies.spill_store import (
+    DEFAULT_TTL_S,
+    REF_PATTERN,
+    SPILL_DIR_ENV,
+    DirectorySpillStore,
+    InvalidRefError,
+    SpillStore,
+    default_spill_dir,
+    default_store,
+)
 
-#: Environment variable naming the default store's directory.
-SPILL_DIR_ENV = "CTXLEDGER_SPILL_DIR"
 #: How many chars a fetch reads unless told otherwise.
 DEFAULT_FETCH_LENGTH = 4000
-#: How long a spilled result stays readable after its last write, by default (a day).
-DEFAULT_TTL_S = 86400.0
-#: The refs :class:`DirectorySpillStore` hands out (and the only ones it accepts).
-REF_PATTERN = r"spill_[0-9a-f]{16}"
-
-_REF = re.compile(REF_PATTERN)
-_SUFFIX = ".txt"
-_TMP_PREFIX = ".tmp-spill-"
-# How far back a grapheme scan may start before falling back to the text's start.
-_SAFE_START_WINDOW = 4096
-
-
-class InvalidRefError(ValueError):
-    """A ref that is not one a store hands out (e.g. an attempt at path traversal)."""
-
-
-@runtime_checkable
-class SpillStore(Protocol):
-    """Where spilled results live. Any object with these four methods works."""
-
-    def put(self, text: str) -> str:
-        """Store ``text`` whole and return its ref."""
-        ...
-
-    def get(self, ref: str) -> str | None:
-        """The text stored under ``ref``; None when it expired or never existed."""
-        ...
-
-    def delete(self, ref: str) -> None:
-        """Forget ``ref`` (no error when it is already gone)."""
-        ...
-
-    def sweep(self, now: float | None = None) -> int:
-        """Remove what has expired at ``now`` (default: the current time); return how
-        many refs were removed."""
-        ...
-
-
-def default_spill_dir() -> Path:
-    """``$CTXLEDGER_SPILL_DIR``, else a ``ctxledger-spill`` folder in the temp dir."""
-    configured = os.environ.get(SPILL_DIR_ENV, "").strip()
-    if configured:
-        return Path(configured).expanduser()
-    return Path(tempfile.gettempdir()) / "ctxledger-spill"
-
-
-class DirectorySpillStore:
-    """A local directory of spilled results.
-
-    Refs are content addressed (``spill_`` + the first 16 hex digits of the UTF-8
-    text's SHA-256), so storing the same result twice yields the same ref and refreshes
-    its time to live. Writes are atomic (a temp file in the same directory, then a
-    rename); files are private to the user. A ref expires ``ttl_s`` seconds after its
-    last write (None: never); with ``max_bytes`` the oldest refs are evicted once the
-    store grows past it (the ref just written is always kept). Expired refs are swept
-    on every ``put`` and never returned by ``get``. Refs that do not match
-    :data:`REF_PATTERN` are rejected with :class:`InvalidRefError`, so no ref can name a
-    file outside the directory.
-    """
-
-    def __init__(
-        self,
-        directory: str | os.PathLike[str] | None = None,
-        ttl_s: float | None = DEFAULT_TTL_S,
-        max_bytes: int | None = None,
-    ) -> None:
-        if ttl_s is not None and ttl_s <= 0:
-            raise ValueError(f"ttl_s must be positive or None, got {ttl_s!r}")
-        if max_bytes is not None and max_bytes <= 0:
-            raise ValueError(f"max_bytes must be positive or None, got {max_bytes!r}")
-        self.directory = Path(directory) if directory is not None else default_spill_dir()
-        self.ttl_s = ttl_s
-        self.max_bytes = max_bytes
-        self._lock = threading.Lock()
-
-    def __repr__(self) -> str:
-        return (
-            f"DirectorySpillStore({str(self.directory)!r}, ttl_s={self.ttl_s!r}, "
-            f"max_bytes={self.max_bytes!r})"
-        )
-
-    def path_for(self, ref: str) -> Path:
-        """The file holding ``ref``; :class:`InvalidRefError` for anything else."""
-        if not isinstance(ref, str) or not _REF.fullmatch(ref):
-            raise InvalidRefError(
-                f"invalid spill ref {ref!r}: expected 'spill_' followed by 16 lower-case "
-                "hex digits, exactly as the spill marker gives it"
-            )
-        return self.directory / (ref + _SUFFIX)
-
-    def put(self, text: str) -> str:
-        data = text.encode("utf-8", "surrogatepass")
-        ref = "spill_" + hashlib.sha256(data).hexdigest()[:16]
-        target = self.path_for(ref)
-        self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd, tmp = tempfile.mkstemp(prefix=_TMP_PREFIX, dir=self.directory)
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-            os.replace(tmp, target)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
-        self._sweep(time.time(), keep=target.name)
-        return ref
-
-    def get(self, ref: str) -> str | None:
-        path = self.path_for(ref)
-        try:
-            if self._expired(path.stat().st_mtime, time.time()):
-                path.unlink(missing_ok=True)
-                return None
-            data = path.read_bytes()
-        except FileNotFoundError:
-            return None
-        return data.decode("utf-8", "surrogatepass")
-
-    def delete(self, ref: str) -> None:
-        self.path_for(ref).unlink(missing_ok=True)
-
-    def sweep(self, now: float | None = None) -> int:
-        return self._sweep(time.time() if now is None else now, keep=None)
-
-    def _expired(self, mtime: float, now: float) -> bool:
-        return self.ttl_s is not None and mtime + self.ttl_s <= now
-
-    def _entries(self) -> list[tuple[float, str, int]]:
-        """(mtime, file name, size) of every stored ref."""
-        entries: list[tuple[float, str, int]] = []
-        try:
-            scan = os.scandir(self.directory)
-        except FileNotFoundError:
-            return entries
-        with scan:
-            for entry in scan:
-                name = entry.name
-                if not name.endswith(_SUFFIX) or not _REF.fullmatch(name[: -len(_SUFFIX)]):
-                    continue
-                try:
-                    stat = entry.stat()
-                except FileNotFoundError:
-                    continue
-                entries.append((stat.st_mtime, name, stat.st_size))
-        return entries
-
-    def _remove(self, name: str) -> bool:
-        try:
-            (self.directory / name).unlink()
-        except FileNotFoundError:
-            return False
-        return True
-
-    def _sweep(self, now: float, keep: str | None) -> int:
-        with self._lock:
-            removed = 0
-            alive: list[tuple[float, str, int]] = []
-            for mtime, name, size in self._entries():
-                if name != keep and self._expired(mtime, now):
-                    removed += self._remove(name)
-                else:
-                    alive.append((mtime, name, size))
-            if self.max_bytes is not None:
-                total = sum(size for _, _, size in alive)
-                for _, name, size in sorted(alive):  # oldest first
-                    if total <= self.max_bytes:
-                        break
-                    if name == keep:
-                        continue
-                    removed += self._remove(name)
-                    total -= size
-            return removed
-
-
-_DEFAULT_STORES: dict[Path, DirectorySpillStore] = {}
-_DEFAULT_LOCK = threading.Lock()
-
-
-def default_store() -> DirectorySpillStore:
-    """The store :func:`spill` and :func:`fetch` use when given none: one
-    :class:`DirectorySpillStore` per :func:`default_spill_dir` (read at each call)."""
-    directory = default_spill_dir()
-    with _DEFAULT_LOCK:
-        store = _DEFAULT_STORES.get(directory)
-        if store is None:
-            store = _DEFAULT_STORES[directory] = DirectorySpillStore(directory)
-        return store
-
-
-# --- grapheme boundaries ---------------------------------------------------------------
-
-
-def grapheme_bounds(text: str, pos: int) -> tuple[int, int]:
-    """The start and end of the grapheme cluster ``pos`` falls inside; ``(pos, pos)``
-    when ``pos`` already is a boundary (positions are clamped to the text)."""
-    if pos <= 0:
-        return 0, 0
-    if pos >= len(text):
-        return len(text), len(text)
-    start = boundary_at_or_before(text, pos)
-    if start == pos:
-        return pos, pos
-    return start, grapheme_boundaries(text, start, pos + 1)[-1]
-
-
-# --- record ids ------------------------------------------------------------------------
-
-_PLAIN_ID = re.compile(r"[\w.:/@+#-]+")
-_NUMBERED = re.compile(r"(.*?)(\d+)")
-
-
-def _records(
-    text: str, item_keys: Sequence[str], id_fields: Sequence[str]
-) -> tuple[int, list[str | None]] | None:
-    """The record count and each record's id (None without one) of a JSON text."""
-    if not text.lstrip().startswith(("[", "{")):
-        return None
-    try:
-        parsed = json.loads(text)
-    except ValueError:
-        return None
-    found = find_item_list(parsed, item_keys)
-    if found is None:
-        return None
-    return len(found), [item_id(item, id_fields) for item in found]
-
-
-def _id_token(value: str) -> str:
-    if _PLAIN_ID.fullmatch(value) and ".." not in value:
-        return value
-    return json.dumps(value, ensure_ascii=False)
-
-
-def _follows(a: str, b: str) -> bool:
-    """Whether ``b`` is the id after ``a`` in a numbered run (``ord-009``, ``ord-010``)."""
-    ma, mb = _NUMBERED.fullmatch(a), _NUMBERED.fullmatch(b)
-    if ma is None or mb is None or ma[1] != mb[1] or int(mb[2]) != int(ma[2]) + 1:
-        return False
-    padded = (len(ma[2]) > 1 and ma[2][0] == "0") or (len(mb[2]) > 1 and mb[2][0] == "0")
-    return len(ma[2]) == len(mb[2]) or not padded
-
-
-def _id_runs(tokens: list[str]) -> list[tuple[str, int]]:
-    """The tokens with runs of three or more consecutive numbered ids written
-    ``first..last``, each with how many ids it stands for."""
-    runs: list[tuple[str, int]] = []
-    i = 0
-    while i < len(tokens):
-        j = i
-        while j + 1 < len(tokens) and _follows(tokens[j], tokens[j + 1]):
-            j += 1
-        if j - i >= 2:
-            runs.append((f"{tokens[i]}..{tokens[j]}", j - i + 1))
-        else:
-            runs.extend((token, 1) for token in tokens[i : j + 1])
-        i = j + 1
-    return runs
-
-
-_RUN_LEGEND = " (a..b = a run of consecutive ids)"
-
-
-def _ids_part(
-    count: int, ids: list[str | None], full_room: int, partial_room: int
-) -> tuple[str, int]:
-    """The marker's record part and how many ids it lists: every id when that fits in
-    ``full_room``, else as many as fit in ``partial_room``."""
-    head = f"; {count:,} items"
-    present = [i for i in ids if i is not None]
-    if len(head) > full_room:
-        return "", 0
-    if not present:
-        bare = head + " (without ids)"
-        return (bare if len(bare) <= full_room else head), 0
-    runs = _id_runs([_id_token(i) for i in present])
-    ranged = any(n > 1 for _, n in runs)
-    every = "all" if len(present) == count else f"the {len(present):,} that have one"
-    legend = _RUN_LEGEND if ranged else ""
-    full = f"{head}, ids of {every}{legend}: " + ", ".join(token for token, _ in runs)
-    if len(full) <= full_room:
-        return full, len(present)
-    # Not all fit: the first ones, with a header sized for the largest possible count.
-    intro_max = len(f"{head}, ids of the first {len(present):,}{legend}: ")
-    tail = ", … (the rest are in the stored result)"
-    chosen: list[tuple[str, int]] = []
-    used = intro_max + len(tail)
-    for token, n in runs:
-        extra = len(token) + (2 if chosen else 0)
-        if used + extra > partial_room:
-            break
-        chosen.append((token, n))
-        used += extra
-    if not chosen:
-        return (head, 0) if len(head) <= partial_room else ("", 0)
-    listed = sum(n for _, n in chosen)
-    legend = _RUN_LEGEND if any(n > 1 for _, n in chosen) else ""
-    text = f"{head}, ids of the first {listed:,}{legend}: "
-    return text + ", ".join(token for token, _ in chosen) + tail, listed
-
-
-# --- spill -----------------------------------------------------------------------------
 
 
 class SpillDeclaration(TypedDict, total=False):
@@ -416,7 +117,7 @@ def spill(
 
     active = store if store is not None else default_store()
     ref = active.put(text)
-    records = _records(text, item_keys, id_fields)
+    records = record_ids(text, item_keys, id_fields)
     for short in (False, True):
         # Sized with shown = total: the real marker can only be shorter.
         avail = budget_chars - len(_marker(how_to_fetch, ref, total, total, "", short))
@@ -426,7 +127,7 @@ def spill(
         if records is not None and not short:
             half = avail // 2
             floor = half if preview_chars is None else min(preview_chars, half)
-            ids, listed = _ids_part(records[0], records[1], avail, avail - floor)
+            ids, listed = ids_part(records[0], records[1], avail, avail - floor)
         room = avail - len(ids) - 1  # a line break between preview and marker
         if preview_chars is not None:
             room = min(room, preview_chars)

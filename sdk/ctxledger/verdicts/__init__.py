@@ -1,23 +1,37 @@
 """The rules: what is a loss and which verdict a journey gets.
 
 Pure and standard-library only. The SDK's local ledger, the collector and the tests
-all call :func:`judge_trace`; nothing else decides a verdict.
+all call :func:`judge_trace`; nothing else decides a verdict. The words around the
+verdicts (severities, the losing set, meanings, stage orders) are in
+:mod:`ctxledger.verdicts.vocabulary` and exported here.
 """
 
 from ctxledger.verdicts.judge import compare, judge_trace, worst
 from ctxledger.verdicts.model import (
-    VERDICT_SEVERITY,
-    VERDICTS,
     Manifest,
     Measurement,
     Report,
     Tolerances,
     Transition,
 )
+from ctxledger.verdicts.vocabulary import (
+    ALERT_SEVERITIES,
+    LOSING_VERDICTS,
+    STAGE_EMERGENCY_TRIM_ORDER,
+    VERDICT_MEANINGS,
+    VERDICT_SEVERITY,
+    VERDICTS,
+    AlertSeverity,
+)
 
 __all__ = [
+    "ALERT_SEVERITIES",
+    "LOSING_VERDICTS",
+    "STAGE_EMERGENCY_TRIM_ORDER",
     "VERDICTS",
+    "VERDICT_MEANINGS",
     "VERDICT_SEVERITY",
+    "AlertSeverity",
     "Manifest",
     "Measurement",
     "Report",

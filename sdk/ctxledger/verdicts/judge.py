@@ -14,13 +14,13 @@ from collections.abc import Iterable
 
 from ctxledger import semconv
 from ctxledger.verdicts.model import (
-    VERDICT_SEVERITY,
     Manifest,
     Measurement,
     Report,
     Tolerances,
     Transition,
 )
+from ctxledger.verdicts.vocabulary import VERDICT_SEVERITY
 
 _STAGE_KEY = tuple[str, str, str | None, str]
 

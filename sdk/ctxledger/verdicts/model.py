@@ -6,18 +6,6 @@ from dataclasses import dataclass, field
 
 from ctxledger import semconv
 
-#: Worst last. The worst finding of a journey gives its verdict.
-VERDICT_SEVERITY: dict[str, int] = {
-    semconv.VERDICT_INTACT: 0,
-    semconv.VERDICT_DECLARED: 1,
-    semconv.VERDICT_INCOMPLETE: 2,
-    semconv.VERDICT_UNMARKED: 3,
-    semconv.VERDICT_SILENT: 4,
-    semconv.VERDICT_DROPPED: 5,
-    semconv.VERDICT_ORPHANED: 6,
-}
-VERDICTS: tuple[str, ...] = tuple(VERDICT_SEVERITY)
-
 
 @dataclass(frozen=True)
 class Measurement:

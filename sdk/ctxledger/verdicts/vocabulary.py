@@ -1,0 +1,54 @@
+"""The words the rules share with everyone who shows or acts on a verdict.
+
+How severe each verdict is, which verdicts are losing, what each one means in plain
+language, where the stages this project adds sit in the pipeline, and how severe an
+alert can be. Standard library only. The SDK's ledger, the collector, its alerts and
+the dashboard import these; none of them writes them again.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal, get_args
+
+from ctxledger import semconv
+
+#: Worst last. The worst finding of a journey gives its verdict.
+VERDICT_SEVERITY: Final[dict[str, int]] = {
+    semconv.VERDICT_INTACT: 0,
+    semconv.VERDICT_DECLARED: 1,
+    semconv.VERDICT_INCOMPLETE: 2,
+    semconv.VERDICT_UNMARKED: 3,
+    semconv.VERDICT_SILENT: 4,
+    semconv.VERDICT_DROPPED: 5,
+    semconv.VERDICT_ORPHANED: 6,
+}
+#: Every verdict, mildest first.
+VERDICTS: Final[tuple[str, ...]] = tuple(VERDICT_SEVERITY)
+
+#: The verdicts that mean the model was misled or the request broke: what to fix first.
+LOSING_VERDICTS: Final[tuple[str, ...]] = (
+    semconv.VERDICT_SILENT,
+    semconv.VERDICT_DROPPED,
+    semconv.VERDICT_ORPHANED,
+)
+
+#: What each verdict means, in one plain-language line. The ledger's LOSS lines put it
+#: after what was lost; the dashboard shows it beside the verdict.
+VERDICT_MEANINGS: Final[dict[str, str]] = {
+    semconv.VERDICT_INTACT: "nothing was lost between stages",
+    semconv.VERDICT_DECLARED: "the model sees a truncation marker",
+    semconv.VERDICT_INCOMPLETE: "later stages never arrived within the grace period",
+    semconv.VERDICT_UNMARKED: "declared in telemetry, but the model sees no marker",
+    semconv.VERDICT_SILENT: "no marker, not declared: the model takes the part for the whole",
+    semconv.VERDICT_DROPPED: "the whole result vanished from a request",
+    semconv.VERDICT_ORPHANED: "a tool call without its result, or a result without its call",
+}
+
+#: Where the SDK's emergency trim measures: after ``assembled`` (30), before ``sent`` (40),
+#: so the messages were built and the bytes have not left yet.
+STAGE_EMERGENCY_TRIM_ORDER: Final = 35
+
+#: How urgent an alert rule says its matches are.
+AlertSeverity = Literal["info", "warning", "critical"]
+#: Every alert severity, mildest first.
+ALERT_SEVERITIES: Final[tuple[AlertSeverity, ...]] = get_args(AlertSeverity)
