@@ -8,6 +8,8 @@ from collections.abc import Callable
 from typing import Any
 
 import ctxledger
+from ctxledger import semconv
+from ctxledger.verdicts import STAGE_EMERGENCY_TRIM_ORDER
 from ctxledger_cli.demo.agent_loop import (
     DEFAULT_MODEL,
     Message,
@@ -85,13 +87,13 @@ def emergency_trim(messages: list[Message]) -> list[Message]:
             continue
         message["content"] = placeholder
         ctxledger.measure(
-            "emergency_trim",
+            semconv.STAGE_EMERGENCY_TRIM,
             placeholder,
             tool_call_id=message["tool_call_id"],
             tool_name=names.get(message["tool_call_id"]),
-            order=35,  # after the messages were assembled, before the bytes leave
+            order=STAGE_EMERGENCY_TRIM_ORDER,  # after assembling, before the bytes leave
             declared=True,
-            strategy="emergency_trim",
+            strategy=semconv.STAGE_EMERGENCY_TRIM,
         )
     return trimmed
 
