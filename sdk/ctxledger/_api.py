@@ -11,10 +11,10 @@ from ctxledger import semconv as sc
 from ctxledger._client import Client, get_client, install
 from ctxledger._export import PipelineStats
 from ctxledger._items import DEFAULT_ID_FIELDS, DEFAULT_ITEM_KEYS
+from ctxledger._jobs import RequestJob, StageJob
 from ctxledger._ledger import open_ledger
 from ctxledger._markers import DEFAULT_MARKERS, Marker
 from ctxledger._messages import ParsedMessages, parse_messages
-from ctxledger._recorder import RequestJob, StageJob
 from ctxledger._runs import RunState, current_run, parent_span
 from ctxledger._safety import never_raises
 from ctxledger._serialize import to_text

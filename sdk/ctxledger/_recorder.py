@@ -11,136 +11,22 @@ import hashlib
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
-from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.util.types import AttributeValue
 
 from ctxledger import semconv as sc
-from ctxledger._analysis import TextAnalyzer, TextMeasurement
+from ctxledger._analysis import TextAnalyzer
 from ctxledger._export import DropCounter
+from ctxledger._jobs import ManifestJob, RequestJob, StageJob
 from ctxledger._ledger import Ledger
 from ctxledger._messages import parse_request_body
 from ctxledger._models import context_window_for
 from ctxledger._safety import raise_errors, report_failure
+from ctxledger._stage_attributes import stage_attributes
 from ctxledger._tokens import encoding_name_for
 from ctxledger.wire import manifest_from_attributes, measurement_from_attributes
-
-_CONTENT_LIMIT = 65_536
-
-
-@dataclass(frozen=True)
-class StageJob:
-    """One tool result at one stage, as captured on the agent's thread."""
-
-    stage: str
-    order: int
-    text: str
-    tool_call_id: str
-    tool_name: str | None
-    request_id: str | None
-    step: int | None
-    agent_name: str | None
-    encoding: str
-    declared: bool = False
-    strategy: str | None = None
-    marker: bool | None = None
-    ref: str | None = None
-    parent: trace.Span | None = None
-    context: otel_context.Context | None = None
-    start_ns: int = field(default_factory=time.time_ns)
-    extra: Mapping[str, AttributeValue] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class ManifestJob:
-    """What one LLM request contained when it left the process."""
-
-    request_id: str
-    step: int | None
-    tool_call_ids: Sequence[str]
-    tool_calls: Sequence[str] | None
-    agent_name: str | None
-    model: str | None = None
-    body_text: str | None = None
-    encoding: str = "cl100k_base"
-    context_window: int | None = None
-    parent: trace.Span | None = None
-    context: otel_context.Context | None = None
-    start_ns: int = field(default_factory=time.time_ns)
-
-
-@dataclass(frozen=True)
-class RequestJob:
-    """A request body as it left the process; decoded and parsed on the worker, not on
-    the agent's thread (bytes and str are immutable, so holding them is a snapshot).
-
-    Only snapshots: the worker never reads or writes the agent's run state. ``model`` is
-    the model the caller named; ``run_model`` the run's model when the body was sent.
-    """
-
-    body: str | bytes
-    request_id: str
-    step: int
-    agent_name: str | None
-    model: str | None
-    run_model: str | None
-    default_encoding: str
-    context_windows: Mapping[str, int]
-    parent: trace.Span | None = None
-    context: otel_context.Context | None = None
-    start_ns: int = field(default_factory=time.time_ns)
-
-
-def stage_attributes(
-    job: StageJob, measured: TextMeasurement, capture_content: bool
-) -> dict[str, AttributeValue]:
-    """The contract's attributes for one measurement (no content unless opted in)."""
-    attrs: dict[str, AttributeValue] = {
-        sc.STAGE: job.stage,
-        sc.STAGE_ORDER: job.order,
-        sc.TOOL_CALL_ID: job.tool_call_id,
-        sc.SIZE_CHARS: measured.chars,
-        sc.SIZE_BYTES: measured.bytes,
-        sc.CONTENT_SHA256: measured.sha256,
-        sc.JSON_VALID: measured.json_valid,
-    }
-    optional: dict[str, AttributeValue | None] = {
-        sc.TOOL_NAME: job.tool_name,
-        sc.REQUEST_ID: job.request_id,
-        sc.STEP: job.step,
-        sc.AGENT_NAME: job.agent_name,
-        sc.SIZE_TOKENS: measured.tokens,
-        sc.TOKENIZER: measured.tokenizer,
-        sc.SIZE_ITEMS: measured.items,
-        sc.ITEMS_PRIORITY: measured.priority_items,
-        sc.CONTENT_CANONICAL_SHA256: measured.canonical_sha256,
-        sc.SIZE_CANONICAL_CHARS: measured.canonical_chars,
-        sc.TRUNCATION_STRATEGY: job.strategy,
-        sc.TRUNCATION_REF: job.ref,
-    }
-    attrs.update({k: v for k, v in optional.items() if v is not None})
-    if measured.tokens_estimated:
-        attrs[sc.SIZE_TOKENS_ESTIMATED] = True
-    if measured.item_ids is not None:
-        attrs[sc.ITEMS_IDS] = list(measured.item_ids)
-        attrs[sc.ITEMS_IDS_COMPLETE] = measured.ids_complete
-    if measured.fields is not None:
-        attrs[sc.ITEMS_FIELDS] = list(measured.fields)
-        attrs[sc.ITEMS_FIELDS_COMPLETE] = measured.fields_complete
-    if measured.markers_found:
-        attrs[sc.TRUNCATION_MARKERS_FOUND] = list(measured.markers_found)
-    if job.declared:
-        attrs[sc.TRUNCATION_DECLARED] = True
-    marker = job.marker if job.marker is not None else bool(measured.markers_found)
-    attrs[sc.TRUNCATION_MARKER] = marker
-    if capture_content:
-        attrs[sc.CONTENT_TEXT] = job.text[:_CONTENT_LIMIT]
-    attrs.update(job.extra)
-    return attrs
 
 
 def _span_ids(span: trace.Span) -> tuple[str, str]:

@@ -1,0 +1,75 @@
+"""What the agent's thread hands the measuring worker: frozen snapshots only. A job never
+holds live agent state, so what the worker measures cannot depend on its timing."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.util.types import AttributeValue
+
+
+@dataclass(frozen=True)
+class StageJob:
+    """One tool result at one stage, as captured on the agent's thread."""
+
+    stage: str
+    order: int
+    text: str
+    tool_call_id: str
+    tool_name: str | None
+    request_id: str | None
+    step: int | None
+    agent_name: str | None
+    encoding: str
+    declared: bool = False
+    strategy: str | None = None
+    marker: bool | None = None
+    ref: str | None = None
+    parent: trace.Span | None = None
+    context: otel_context.Context | None = None
+    start_ns: int = field(default_factory=time.time_ns)
+    extra: Mapping[str, AttributeValue] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ManifestJob:
+    """What one LLM request contained when it left the process."""
+
+    request_id: str
+    step: int | None
+    tool_call_ids: Sequence[str]
+    tool_calls: Sequence[str] | None
+    agent_name: str | None
+    model: str | None = None
+    body_text: str | None = None
+    encoding: str = "cl100k_base"
+    context_window: int | None = None
+    parent: trace.Span | None = None
+    context: otel_context.Context | None = None
+    start_ns: int = field(default_factory=time.time_ns)
+
+
+@dataclass(frozen=True)
+class RequestJob:
+    """A request body as it left the process; decoded and parsed on the worker, not on
+    the agent's thread (bytes and str are immutable, so holding them is a snapshot).
+
+    Only snapshots: the worker never reads or writes the agent's run state. ``model`` is
+    the model the caller named; ``run_model`` the run's model when the body was sent.
+    """
+
+    body: str | bytes
+    request_id: str
+    step: int
+    agent_name: str | None
+    model: str | None
+    run_model: str | None
+    default_encoding: str
+    context_windows: Mapping[str, int]
+    parent: trace.Span | None = None
+    context: otel_context.Context | None = None
+    start_ns: int = field(default_factory=time.time_ns)
