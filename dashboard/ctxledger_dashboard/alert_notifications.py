@@ -1,0 +1,169 @@
+"""The Alerts page's notification history: every notification to every sink, filtered by
+rule and delivery, paged, and one opened with its delivery and examples."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from ctxledger_dashboard.alert_style import (
+    DELIVERY_COLORS,
+    DELIVERY_HELP,
+    STATE_COLORS,
+    color_by_value,
+    plural,
+    timestamp,
+)
+from ctxledger_dashboard.incident_tables import PAGE_SIZE, page_controls
+from ctxledger_dashboard.page_kit import fetch, run_link, when
+from ctxledger_dashboard.verdict_style import badge
+
+ANY = "any"
+DELIVERIES = (ANY, "pending", "delivered", "dead")
+
+
+def _delivery(n: dict[str, Any]) -> str:
+    if n["delivery"] == "pending" and n["attempts"] and n["next_attempt_at"]:
+        return f"pending (retry {when(n['next_attempt_at'])[11:19]})"
+    return str(n["delivery"])
+
+
+def _worst_example(n: dict[str, Any]) -> str | None:
+    examples = n["payload"].get("examples") or []
+    if not examples:
+        return None
+    e = examples[0]
+    return run_link(e["trace_id"], e["step"], e["tool_call_id"])
+
+
+def _history_filters(rules: list[dict[str, Any]]) -> tuple[str | None, str | None]:
+    left, right = st.columns([1, 2])
+    rule = left.selectbox(
+        "Rule",
+        [r["name"] for r in rules],
+        index=None,
+        placeholder="all rules",
+        key="alerts_rule",
+    )
+    delivery = right.segmented_control(
+        "Delivery",
+        DELIVERIES,
+        default=ANY,
+        format_func=lambda d: "any delivery" if d == ANY else d,
+        required=True,
+        key="alerts_delivery",
+    )
+    return rule, None if delivery in (None, ANY) else delivery
+
+
+def notification_history(rules: list[dict[str, Any]]) -> None:
+    st.subheader("Notifications")
+    st.caption(
+        "Every notification to every sink, newest first: firing ones carry the number of "
+        "matching journeys and the worst examples; resolved ones close a group."
+    )
+    rule, delivery = _history_filters(rules)
+    key = f"alerts_page:{rule}:{delivery}"
+    st.session_state.setdefault(key, 0)
+    offset = st.session_state[key] * PAGE_SIZE
+    listing = fetch("alerts", limit=PAGE_SIZE, offset=offset, rule=rule, delivery=delivery)
+    notifications = listing["notifications"]
+    if not notifications and offset:
+        st.session_state[key] = 0
+        st.rerun()
+    if not notifications:
+        st.info("No notification matches these filters.", icon=":material/filter_alt_off:")
+        return
+    data = pd.DataFrame(
+        [
+            {
+                "sent": timestamp(n["created_at"]),
+                "status": n["status"],
+                "rule": n["rule"],
+                "agent · tool": f"{n['agent'] or 'any'} · {n['tool'] or 'any'}",
+                "journeys": n["payload"].get("count") if n["status"] == "firing" else None,
+                "worst example": _worst_example(n),
+                "sink": f"{n['sink']} ({n['sink_type']})",
+                "delivery": _delivery(n),
+                "attempts": n["attempts"],
+                "last error": n["last_error"] or "",
+            }
+            for n in notifications
+        ]
+    )
+    st.dataframe(
+        data.style.map(color_by_value(STATE_COLORS), subset=["status"]).map(
+            lambda v: color_by_value(DELIVERY_COLORS)(str(v).split(" ")[0]), subset=["delivery"]
+        ),
+        hide_index=True,
+        width="stretch",
+        column_config={
+            "sent": st.column_config.DatetimeColumn(format="distance"),
+            "delivery": st.column_config.TextColumn(
+                help="; ".join(f"{k}: {v}" for k, v in DELIVERY_HELP.items())
+            ),
+            "last error": st.column_config.TextColumn(width="medium"),
+            "worst example": st.column_config.LinkColumn(
+                display_text=r"tool_call_id=(.+)$", help="the worst matching journey, in its run"
+            ),
+        },
+    )
+    page_controls(key, listing["total"], len(notifications), listing["next_offset"])
+    notification_details(notifications)
+
+
+def notification_details(notifications: list[dict[str, Any]]) -> None:
+    """One notification of the page: its delivery and every example, with links."""
+    by_id = {n["id"]: n for n in notifications}
+    chosen = st.selectbox(
+        "Open a notification",
+        list(by_id),
+        format_func=lambda i: (
+            f"{when(by_id[i]['created_at'])} · {by_id[i]['status']} · {by_id[i]['rule']} · "
+            f"{by_id[i]['agent'] or 'any'} · {by_id[i]['tool'] or 'any'} → {by_id[i]['sink']}"
+        ),
+        key=f"alerts_detail:{','.join(map(str, by_id))}",
+    )
+    n = by_id[chosen if chosen is not None else notifications[0]["id"]]
+    payload = n["payload"]
+    with st.container(border=True):
+        window = payload.get("window") or {}
+        st.markdown(
+            f"**{n['status']}** · `{n['rule']}` ({payload.get('severity')}) · "
+            f"window {when(window.get('start'))} → {when(window.get('end'))}  \n"
+            f"Sink `{n['sink']}` ({n['sink_type']}): **{n['delivery']}** after "
+            f"{plural(n['attempts'], 'attempt')}"
+            + (f", delivered {when(n['delivered_at'])}" if n["delivered_at"] else "")
+            + (f", next attempt {when(n['next_attempt_at'])}" if n["next_attempt_at"] else "")
+        )
+        if n["last_error"]:
+            st.error(f"Last error: {n['last_error']}", icon=":material/error:")
+        examples = payload.get("examples") or []
+        if examples:
+            st.markdown(
+                f"**{plural(payload.get('count', 0), 'matching journey')}**, "
+                f"{payload.get('lost_items', 0):,} items and {payload.get('lost_tokens', 0):,} "
+                "tokens lost. Worst examples:\n\n"
+                + "\n".join(
+                    f"- {badge(e['verdict'])} [`{e['tool_call_id']}` step {e['step']}]"
+                    f"({run_link(e['trace_id'], e['step'], e['tool_call_id'])}): lost "
+                    f"{e['lost_items']:,} items, {e['lost_tokens']:,} tokens"
+                    + (
+                        f", {e['lost_priority_items']} must-keep"
+                        if e["lost_priority_items"]
+                        else ""
+                    )
+                    + f" · [run]({run_link(e['trace_id'])})"
+                    for e in examples
+                )
+            )
+        elif n["status"] == "resolved":
+            st.caption("Resolved: no new matching journey for the quiet period.")
+        st.caption(
+            f"webhook-id `{n['webhook_id']}` (the same on every retry: receivers drop "
+            f"duplicates by it) · batch `{n['batch_id']}`"
+        )
+        with st.expander("Payload (JSON, as sent to webhooks)", icon=":material/data_object:"):
+            st.json(payload, expanded=2)
