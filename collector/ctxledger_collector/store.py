@@ -17,11 +17,12 @@ from typing import Any
 
 from sqlalchemy import Engine, delete, func, select, text, tuple_
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.exc import InterfaceError, OperationalError, StatementError
+from sqlalchemy.exc import StatementError
 from sqlalchemy.orm import Session
 
 from ctxledger.verdicts import Report, Tolerances, judge_trace
 from ctxledger_collector.alerts.events import AlertContext, record_events
+from ctxledger_collector.database import is_storage_outage
 from ctxledger_collector.otlp_decode import (
     DecodedBatch,
     Rejection,
@@ -244,7 +245,7 @@ class Store:
             try:
                 self.ingest(single, now)
             except StatementError as error:
-                if isinstance(error, (OperationalError, InterfaceError)):
+                if is_storage_outage(error):
                     raise
                 record = (single.measurements or single.manifests)[0]
                 span = (

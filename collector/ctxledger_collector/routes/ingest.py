@@ -20,9 +20,10 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTracePartialSuccess,
     ExportTraceServiceResponse,
 )
-from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, StatementError
+from sqlalchemy.exc import StatementError
 from starlette.concurrency import run_in_threadpool
 
+from ctxledger_collector.database import is_storage_outage
 from ctxledger_collector.otlp_decode import (
     JSON_TYPE,
     PROTOBUF,
@@ -130,12 +131,6 @@ def _gunzip(body: bytes, limit: int) -> bytes:
     return b"".join(parts)
 
 
-def _is_outage(error: StatementError) -> bool:
-    if isinstance(error, (OperationalError, InterfaceError)):
-        return True
-    return isinstance(error, DBAPIError) and bool(error.connection_invalidated)
-
-
 def _success(media: str, batch: DecodedBatch) -> Response:
     response = ExportTraceServiceResponse()
     if batch.rejected:
@@ -200,14 +195,14 @@ async def _handle(request: Request, state: AppState, media: str) -> Response:
             outcome = await run_in_threadpool(state.store.ingest, batch)
             state.metrics.count_changes(outcome.changes)
         except StatementError as error:
-            if _is_outage(error):
+            if is_storage_outage(error):
                 raise
             # The database refused something in this batch: store span by span so
             # only the spans it cannot hold are rejected, with its reason.
             logger.warning("ctxledger collector: batch refused (%s); isolating", error)
             batch.rejected.extend(await run_in_threadpool(state.store.ingest_each, batch))
     except StatementError as error:
-        if not _is_outage(error):
+        if not is_storage_outage(error):
             raise
         logger.warning("ctxledger collector: storage unavailable: %s", error)
         return _error(
