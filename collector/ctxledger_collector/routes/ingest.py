@@ -31,6 +31,7 @@ from ctxledger_collector.otlp_decode import (
     MalformedRequest,
     decode_export_request,
 )
+from ctxledger_collector.rows import fit_to_columns
 from ctxledger_collector.state import AppState, StateDep
 
 logger = logging.getLogger("ctxledger.collector")
@@ -131,6 +132,11 @@ def _gunzip(body: bytes, limit: int) -> bytes:
     return b"".join(parts)
 
 
+def _decode(body: bytes, media: str) -> DecodedBatch:
+    """The spans of the body that keep the contract and fit the database's columns."""
+    return fit_to_columns(decode_export_request(body, media))
+
+
 def _success(media: str, batch: DecodedBatch) -> Response:
     response = ExportTraceServiceResponse()
     if batch.rejected:
@@ -184,7 +190,7 @@ async def _handle(request: Request, state: AppState, media: str) -> Response:
             )
         body = await _read_body(request, state)
         try:
-            batch = await run_in_threadpool(decode_export_request, body, media)
+            batch = await run_in_threadpool(_decode, body, media)
         except MalformedRequest as error:
             raise RequestRejected(400, str(error), _GRPC_INVALID_ARGUMENT) from error
     except RequestRejected as rejected:
