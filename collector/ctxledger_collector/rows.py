@@ -19,7 +19,7 @@ from typing import Any, TypedDict, TypeVar
 from sqlalchemy import Column
 
 from ctxledger import semconv as sc
-from ctxledger.verdicts import Manifest, Measurement, Report
+from ctxledger.verdicts import Manifest, Measurement, Report, preferred_copy_key
 from ctxledger_collector.otlp_decode import (
     DecodedBatch,
     DecodedManifest,
@@ -250,11 +250,6 @@ MANIFEST_KEY = ("trace_id", "request_id")
 REPORT_KEY = ("trace_id", "tool_call_id", "request_key")
 
 
-def _pick_key(observed_at: float, span_id: str | None) -> str:
-    """Which copy of a duplicated span is kept: the same one whatever the arrival order."""
-    return f"{observed_at:020.6f}|{span_id or ''}"
-
-
 def measurement_row(item: DecodedMeasurement) -> MeasurementValues:
     m = item.measurement
     return MeasurementValues(
@@ -267,7 +262,7 @@ def measurement_row(item: DecodedMeasurement) -> MeasurementValues:
         step=m.step,
         span_id=m.span_id,
         observed_at=m.observed_at,
-        pick_key=_pick_key(m.observed_at, m.span_id),
+        pick_key=preferred_copy_key(m),
         dropped_attributes=m.dropped_attributes,
         record=measurement_to_record(m),
         attributes=json_safe(item.attributes),
@@ -285,7 +280,7 @@ def manifest_row(item: DecodedManifest) -> ManifestValues:
         context_window=man.context_window,
         span_id=man.span_id,
         observed_at=man.observed_at,
-        pick_key=_pick_key(man.observed_at, man.span_id),
+        pick_key=preferred_copy_key(man),
         record=manifest_to_record(man),
         attributes=json_safe(item.attributes),
     )

@@ -4,6 +4,7 @@ Pure and standard-library only. The SDK's local ledger, the collector and the te
 all call :func:`judge_trace`; nothing else decides a verdict.
 """
 
+from ctxledger.verdicts.duplicates import preferred_copy, preferred_copy_key
 from ctxledger.verdicts.judge import compare, judge_trace, worst
 from ctxledger.verdicts.model import (
     VERDICT_SEVERITY,
@@ -25,5 +26,7 @@ __all__ = [
     "Transition",
     "compare",
     "judge_trace",
+    "preferred_copy",
+    "preferred_copy_key",
     "worst",
 ]
