@@ -14,7 +14,7 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from operator import itemgetter
-from typing import Any, TypedDict, TypeVar
+from typing import Any, TypeVar
 
 from sqlalchemy import Column
 
@@ -33,6 +33,10 @@ from ctxledger_collector.tables import (
     MEASUREMENTS,
     REPORTS,
     RUNS,
+    ManifestValues,
+    MeasurementValues,
+    ReportValues,
+    RunValues,
 )
 
 # --- column limits -----------------------------------------------------------------------
@@ -185,69 +189,7 @@ def json_safe(attributes: Mapping[str, Any]) -> dict[str, Any]:
     return {key: _json_value(value) for key, value in attributes.items()}
 
 
-# --- rows ----------------------------------------------------------------------------------
-# One typed dict per table, keyed by column name: what an INSERT takes as parameters.
-
-
-class RunValues(TypedDict):
-    trace_id: str
-    service_name: str | None
-    agent_name: str | None
-    first_seen: float
-    last_seen: float
-
-
-class MeasurementValues(TypedDict):
-    trace_id: str
-    tool_call_id: str
-    request_key: str
-    stage: str
-    stage_order: int
-    tool_name: str | None
-    step: int | None
-    span_id: str | None
-    observed_at: float
-    pick_key: str
-    dropped_attributes: int
-    record: dict[str, Any]
-    attributes: dict[str, Any]
-
-
-class ManifestValues(TypedDict):
-    trace_id: str
-    request_id: str
-    step: int | None
-    model: str | None
-    tokens: int | None
-    context_window: int | None
-    span_id: str | None
-    observed_at: float
-    pick_key: str
-    record: dict[str, Any]
-    attributes: dict[str, Any]
-
-
-class ReportValues(TypedDict):
-    trace_id: str
-    tool_call_id: str
-    request_key: str
-    verdict: str
-    tool_name: str | None
-    agent_name: str | None
-    step: int | None
-    settled: bool
-    lost_items: int
-    lost_chars: int
-    lost_tokens: int
-    last_observed_at: float
-    judged_at: float
-    detail: dict[str, Any]
-
-
-#: The natural keys: the unique index each upsert resolves its conflicts on.
-MEASUREMENT_KEY = ("trace_id", "tool_call_id", "request_key", "stage")
-MANIFEST_KEY = ("trace_id", "request_id")
-REPORT_KEY = ("trace_id", "tool_call_id", "request_key")
+# --- rows: records and reports as the values of an INSERT -------------------------------
 
 
 def measurement_row(item: DecodedMeasurement) -> MeasurementValues:

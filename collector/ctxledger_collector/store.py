@@ -26,17 +26,22 @@ from ctxledger_collector.database import is_storage_outage
 from ctxledger_collector.otlp_decode import DecodedBatch, DecodedMeasurement, Rejection
 from ctxledger_collector.records import record_to_manifest, record_to_measurement
 from ctxledger_collector.rows import (
-    MANIFEST_KEY,
-    MEASUREMENT_KEY,
-    REPORT_KEY,
-    RunValues,
     manifest_row,
     measurement_row,
     preferred_rows,
     report_row,
     run_rows,
 )
-from ctxledger_collector.tables import MANIFESTS, MEASUREMENTS, REPORTS, RUNS
+from ctxledger_collector.tables import (
+    MANIFEST_KEY,
+    MANIFESTS,
+    MEASUREMENT_KEY,
+    MEASUREMENTS,
+    REPORT_KEY,
+    REPORTS,
+    RUNS,
+    RunValues,
+)
 
 
 @dataclass(frozen=True)

@@ -10,13 +10,16 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from sqlalchemy import Table
 
 from ctxledger import semconv as sc
-from ctxledger_collector.rows import (
+from ctxledger_collector.tables import (
+    MANIFESTS,
+    MEASUREMENTS,
+    REPORTS,
+    RUNS,
     ManifestValues,
     MeasurementValues,
     ReportValues,
     RunValues,
 )
-from ctxledger_collector.tables import MANIFESTS, MEASUREMENTS, REPORTS, RUNS
 from tests.collector import otlp_payloads as op
 from tests.collector.live_collector import LiveCollector
 from tests.collector.test_ingest import (
