@@ -1,10 +1,24 @@
-"""Engine creation for SQLite (embedded default) and PostgreSQL."""
+"""Engine creation for SQLite (embedded default) and PostgreSQL, and the one rule that
+tells an outage from a refusal."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+
+
+def is_storage_outage(error: BaseException) -> bool:
+    """Whether a failed write means the database is out of reach (answer 503 and let the
+    exporter retry) rather than that it refused the data (reject the spans it refused).
+
+    A connection SQLAlchemy invalidated counts as an outage whatever the DBAPI error's
+    class: SQLite, for one, reports a closed database as a ``ProgrammingError``.
+    """
+    if isinstance(error, (OperationalError, InterfaceError)):
+        return True
+    return isinstance(error, DBAPIError) and error.connection_invalidated
 
 
 def make_engine(url: str, **kwargs: Any) -> Engine:

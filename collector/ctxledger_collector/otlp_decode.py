@@ -2,7 +2,9 @@
 
 Pure: bytes in, records and rejections out. A body that cannot be decoded at all raises
 :class:`MalformedRequest`; a span that breaks the contract is rejected alone, with a
-reason, and the rest of its batch is kept.
+reason, and the rest of its batch is kept. Only the contract is checked here (ids, types,
+required attributes); what the database can hold is the storage layer's business
+(:mod:`ctxledger_collector.rows`).
 """
 
 from __future__ import annotations
@@ -10,7 +12,6 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -51,14 +52,18 @@ class RawSpan:
 
 
 @dataclass(frozen=True)
-class StoredMeasurement:
+class DecodedMeasurement:
+    """A stage measurement span: its rule record and the attributes as received."""
+
     measurement: Measurement
     attributes: dict[str, Any]
     service_name: str | None
 
 
 @dataclass(frozen=True)
-class StoredManifest:
+class DecodedManifest:
+    """A request manifest span: its rule record and the attributes as received."""
+
     manifest: Manifest
     attributes: dict[str, Any]
     service_name: str | None
@@ -73,8 +78,8 @@ class Rejection:
 
 @dataclass
 class DecodedBatch:
-    measurements: list[StoredMeasurement] = field(default_factory=list)
-    manifests: list[StoredManifest] = field(default_factory=list)
+    measurements: list[DecodedMeasurement] = field(default_factory=list)
+    manifests: list[DecodedManifest] = field(default_factory=list)
     rejected: list[Rejection] = field(default_factory=list)
     ignored: int = 0
 
@@ -126,7 +131,7 @@ def _proto_spans(body: bytes) -> Iterator[RawSpan]:
 
 
 def _service(value: Any) -> str | None:
-    return value[:_MAX_SERVICE_NAME] if isinstance(value, str) else None
+    return value if isinstance(value, str) else None
 
 
 # --- OTLP JSON ---------------------------------------------------------------------
@@ -211,33 +216,6 @@ def _json_spans(body: bytes, rejected: list[Rejection]) -> Iterator[RawSpan]:
 # --- classification ------------------------------------------------------------------
 
 
-#: Longest identifiers the database stores; longer ones reject the span alone.
-_MAX_LENGTHS = {
-    sc.TOOL_CALL_ID: 256,
-    sc.REQUEST_ID: 256,
-    sc.TOOL_NAME: 256,
-    sc.STAGE: 128,
-    sc.AGENT_NAME: 256,
-    sc.REQUEST_MODEL: 256,
-}
-
-
-_MAX_SERVICE_NAME = 256
-
-
-def _unstorable(span: RawSpan) -> str | None:
-    """Why the database could not store this span's keys, if it could not."""
-    if len(span.span_id) != 16:
-        return f"span id must be 8 bytes, got {len(span.span_id) // 2}"
-    for name, limit in _MAX_LENGTHS.items():
-        value = span.attributes.get(name)
-        if isinstance(value, str) and len(value) > limit:
-            return f"{name} is longer than {limit} characters"
-        if isinstance(value, str) and "\x00" in value:
-            return f"{name} contains a NUL character"
-    return None
-
-
 def _classify(span: RawSpan, batch: DecodedBatch) -> None:
     attrs = span.attributes
     if not (is_measurement(attrs) or is_manifest(attrs)):
@@ -246,11 +224,11 @@ def _classify(span: RawSpan, batch: DecodedBatch) -> None:
     if span.trace_id == "0" * 32 or not span.trace_id or len(span.trace_id) != 32:
         batch.rejected.append(Rejection(span.trace_id, span.span_id, "invalid trace id"))
         return
-    observed_at = span.end_time_unix_nano / 1e9
-    problem = _unstorable(span)
-    if problem is not None:
-        batch.rejected.append(Rejection(span.trace_id, span.span_id, problem))
+    if len(span.span_id) != 16:
+        reason = f"span id must be 8 bytes, got {len(span.span_id) // 2}"
+        batch.rejected.append(Rejection(span.trace_id, span.span_id, reason))
         return
+    observed_at = span.end_time_unix_nano / 1e9
     try:
         if is_measurement(attrs):
             measurement = measurement_from_attributes(
@@ -263,14 +241,14 @@ def _classify(span: RawSpan, batch: DecodedBatch) -> None:
             if measurement.agent_name is None and span.service_name:
                 # The contract names the agent by gen_ai.agent.name, else service.name.
                 measurement = replace(measurement, agent_name=span.service_name)
-            batch.measurements.append(StoredMeasurement(measurement, attrs, span.service_name))
+            batch.measurements.append(DecodedMeasurement(measurement, attrs, span.service_name))
         else:
             manifest = manifest_from_attributes(
                 attrs, trace_id=span.trace_id, span_id=span.span_id, observed_at=observed_at
             )
             if manifest.agent_name is None and span.service_name:
                 manifest = replace(manifest, agent_name=span.service_name)
-            batch.manifests.append(StoredManifest(manifest, attrs, span.service_name))
+            batch.manifests.append(DecodedManifest(manifest, attrs, span.service_name))
     except InvalidSpan as error:
         batch.rejected.append(Rejection(span.trace_id, span.span_id, str(error)))
 
@@ -288,23 +266,3 @@ def decode_export_request(body: bytes, content_type: str) -> DecodedBatch:
     for span in spans:
         _classify(span, batch)
     return batch
-
-
-def _storable(value: Any) -> Any:
-    if isinstance(value, bytes):
-        return base64.b64encode(value).decode()
-    if isinstance(value, float) and not math.isfinite(value):
-        return repr(value)  # JSON has no NaN or Infinity
-    if isinstance(value, str):
-        return value.replace("\x00", "\ufffd")
-    if isinstance(value, list):
-        return [_storable(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): _storable(v) for k, v in value.items()}
-    return value
-
-
-def json_safe(attributes: Mapping[str, Any]) -> dict[str, Any]:
-    """Attributes as JSON-storable values, at any depth: bytes become base64 text,
-    NaN and infinities their names, NUL characters U+FFFD."""
-    return {key: _storable(value) for key, value in attributes.items()}

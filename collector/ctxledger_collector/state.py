@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated
 
-from fastapi import Depends, Request
 from sqlalchemy import Engine
 
 from ctxledger_collector.alerts.events import AlertContext
@@ -21,11 +19,3 @@ class AppState:
     store: Store
     metrics: CollectorMetrics
     alerts: AlertContext
-
-
-def get_state(request: Request) -> AppState:
-    state: AppState = request.app.state.ctxledger
-    return state
-
-
-StateDep = Annotated[AppState, Depends(get_state)]

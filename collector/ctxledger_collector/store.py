@@ -11,39 +11,36 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Engine, delete, func, select, text, tuple_
+from sqlalchemy import Engine, Table, delete, func, select, text, tuple_
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.exc import InterfaceError, OperationalError, StatementError
+from sqlalchemy.exc import StatementError
 from sqlalchemy.orm import Session
 
 from ctxledger.verdicts import Report, Tolerances, judge_trace
 from ctxledger_collector.alerts.events import AlertContext, record_events
-from ctxledger_collector.otlp_decode import (
-    DecodedBatch,
-    Rejection,
-    StoredMeasurement,
-    json_safe,
-)
-from ctxledger_collector.records import (
-    manifest_to_record,
-    measurement_to_record,
-    record_to_manifest,
-    record_to_measurement,
-    report_detail,
+from ctxledger_collector.database import is_storage_outage
+from ctxledger_collector.otlp_decode import DecodedBatch, DecodedMeasurement, Rejection
+from ctxledger_collector.records import record_to_manifest, record_to_measurement
+from ctxledger_collector.rows import (
+    manifest_row,
+    measurement_row,
+    preferred_rows,
+    report_row,
+    run_rows,
 )
 from ctxledger_collector.tables import (
+    MANIFEST_KEY,
     MANIFESTS,
+    MEASUREMENT_KEY,
     MEASUREMENTS,
+    REPORT_KEY,
     REPORTS,
     RUNS,
-    ManifestRow,
-    MeasurementRow,
-    ReportRow,
-    table_of,
+    RunValues,
 )
 
 
@@ -63,11 +60,6 @@ class IngestOutcome:
     reports: list[Report] = field(default_factory=list)
     changes: list[VerdictChange] = field(default_factory=list)
     alert_events: int = 0
-
-
-def _pick_key(observed_at: float, span_id: str | None) -> str:
-    """Which copy of a duplicated span is kept: the same one whatever the arrival order."""
-    return f"{observed_at:020.6f}|{span_id or ''}"
 
 
 def _advisory_key(trace_id: str) -> int:
@@ -91,14 +83,15 @@ class Store:
     def _upsert(
         self,
         session: Session,
-        model: type[Any],
-        rows: Sequence[dict[str, Any]],
+        table: Table,
+        rows: Sequence[Mapping[str, Any]],
         keys: Sequence[str],
         newer_wins: bool,
     ) -> None:
+        """Insert ``rows``; on a key already stored, update it (only with a greater
+        ``pick_key`` when ``newer_wins``: the copy the verdicts' duplicate rule prefers)."""
         if not rows:
             return
-        table = table_of(model)
         insert = postgresql.insert if self.dialect == "postgresql" else sqlite.insert
         stmt = insert(table)
         updates = {
@@ -115,14 +108,14 @@ class Store:
         # ("insertmanyvalues") instead of compiling new SQL for every chunk.
         session.execute(stmt, list(rows))
 
-    def _upsert_runs(self, session: Session, runs: dict[str, dict[str, Any]]) -> None:
+    def _upsert_runs(self, session: Session, runs: Sequence[RunValues]) -> None:
         if not runs:
             return
         table = RUNS
         insert = postgresql.insert if self.dialect == "postgresql" else sqlite.insert
         lowest = func.least if self.dialect == "postgresql" else func.min
         highest = func.greatest if self.dialect == "postgresql" else func.max
-        stmt = insert(table).values(list(runs.values()))
+        stmt = insert(table).values(list(runs))
         stmt = stmt.on_conflict_do_update(
             index_elements=["trace_id"],
             set_={
@@ -139,94 +132,17 @@ class Store:
     def ingest(self, batch: DecodedBatch, now: float | None = None) -> IngestOutcome:
         """Store a batch and re-judge what it touched; commits before returning."""
         now = time.time() if now is None else now
-        measurement_rows: dict[tuple[str, str, str, str], dict[str, Any]] = {}
-        manifest_rows: dict[tuple[str, str], dict[str, Any]] = {}
-        runs: dict[str, dict[str, Any]] = {}
-        touched: dict[str, set[str] | None] = {}
-
-        def note_run(trace_id: str, service: str | None, agent: str | None, at: float) -> None:
-            run = runs.setdefault(
-                trace_id,
-                {
-                    "trace_id": trace_id,
-                    "service_name": service,
-                    "agent_name": agent,
-                    "first_seen": at,
-                    "last_seen": at,
-                },
-            )
-            run["first_seen"] = min(run["first_seen"], at)
-            run["last_seen"] = max(run["last_seen"], at)
-            run["service_name"] = run["service_name"] or service
-            run["agent_name"] = run["agent_name"] or agent
-
-        for measurement_item in batch.measurements:
-            m = measurement_item.measurement
-            row = {
-                "trace_id": m.trace_id,
-                "tool_call_id": m.tool_call_id,
-                "request_key": m.request_id or "",
-                "stage": m.stage,
-                "stage_order": m.order,
-                "tool_name": m.tool_name,
-                "step": m.step,
-                "span_id": m.span_id,
-                "observed_at": m.observed_at,
-                "pick_key": _pick_key(m.observed_at, m.span_id),
-                "dropped_attributes": m.dropped_attributes,
-                "record": measurement_to_record(m),
-                "attributes": json_safe(measurement_item.attributes),
-            }
-            key = (m.trace_id, m.tool_call_id, m.request_id or "", m.stage)
-            if key not in measurement_rows or row["pick_key"] > measurement_rows[key]["pick_key"]:
-                measurement_rows[key] = row
-            note_run(m.trace_id, measurement_item.service_name, m.agent_name, m.observed_at)
-            calls = touched.setdefault(m.trace_id, set())
-            if calls is not None:
-                calls.add(m.tool_call_id)
-
-        for manifest_item in batch.manifests:
-            man = manifest_item.manifest
-            row = {
-                "trace_id": man.trace_id,
-                "request_id": man.request_id,
-                "step": man.step,
-                "model": man.model,
-                "tokens": man.tokens,
-                "context_window": man.context_window,
-                "span_id": man.span_id,
-                "observed_at": man.observed_at,
-                "pick_key": _pick_key(man.observed_at, man.span_id),
-                "record": manifest_to_record(man),
-                "attributes": json_safe(manifest_item.attributes),
-            }
-            request_key = (man.trace_id, man.request_id)
-            kept = manifest_rows.get(request_key)
-            if kept is None or row["pick_key"] > kept["pick_key"]:
-                manifest_rows[request_key] = row
-            note_run(man.trace_id, manifest_item.service_name, man.agent_name, man.observed_at)
-            touched[man.trace_id] = None  # a manifest can change any journey of its trace
-
-        outcome = IngestOutcome(len(measurement_rows), len(manifest_rows))
+        measurements = preferred_rows(map(measurement_row, batch.measurements), MEASUREMENT_KEY)
+        manifests = preferred_rows(map(manifest_row, batch.manifests), MANIFEST_KEY)
+        outcome = IngestOutcome(len(measurements), len(manifests))
+        touched = _journeys_touched(batch)
         if not touched:
             return outcome
         with Session(self.engine) as session, session.begin():
             self._lock_traces(session, touched)
-            self._upsert_runs(session, runs)
-            self._upsert(
-                session,
-                MeasurementRow,
-                list(measurement_rows.values()),
-                ["trace_id", "tool_call_id", "request_key", "stage"],
-                newer_wins=True,
-            )
-            self._upsert(
-                session,
-                ManifestRow,
-                list(manifest_rows.values()),
-                ["trace_id", "request_id"],
-                newer_wins=True,
-            )
+            self._upsert_runs(session, run_rows(batch))
+            self._upsert(session, MEASUREMENTS, measurements, MEASUREMENT_KEY, newer_wins=True)
+            self._upsert(session, MANIFESTS, manifests, MANIFEST_KEY, newer_wins=True)
             for trace_id in sorted(touched):
                 self._rejudge(session, trace_id, touched[trace_id], now, outcome)
             if self.alerts is not None:
@@ -244,14 +160,10 @@ class Store:
             try:
                 self.ingest(single, now)
             except StatementError as error:
-                if isinstance(error, (OperationalError, InterfaceError)):
+                if is_storage_outage(error):
                     raise
-                record = (single.measurements or single.manifests)[0]
-                span = (
-                    record.measurement
-                    if isinstance(record, StoredMeasurement)
-                    else (record.manifest)
-                )
+                item = (single.measurements or single.manifests)[0]
+                span = item.measurement if isinstance(item, DecodedMeasurement) else item.manifest
                 reason = str(getattr(error, "orig", None) or error).splitlines()[0]
                 rejected.append(
                     Rejection(span.trace_id, span.span_id or "", f"could not be stored: {reason}")
@@ -302,16 +214,14 @@ class Store:
         stale = [key for key in existing if key not in fresh]
         if stale:
             session.execute(
-                delete(ReportRow).where(
+                delete(REPORTS).where(
                     REPORTS.c.trace_id == trace_id,
                     tuple_(REPORTS.c.tool_call_id, REPORTS.c.request_key).in_(stale),
                 )
             )
         by_request = {m.request_id: m.observed_at for m in manifests}
-        rows = [_report_row(r, by_request, now) for r in reports]
-        self._upsert(
-            session, ReportRow, rows, ["trace_id", "tool_call_id", "request_key"], newer_wins=False
-        )
+        rows = [report_row(r, by_request, now) for r in reports]
+        self._upsert(session, REPORTS, rows, REPORT_KEY, newer_wins=False)
         outcome.reports.extend(reports)
         for report in reports:
             previous, previous_tokens = existing.get(
@@ -349,23 +259,14 @@ class Store:
         return outcome
 
 
-def _report_row(report: Report, manifest_times: dict[str, float], now: float) -> dict[str, Any]:
-    observed = [m.observed_at for m in report.stages]
-    if report.request_id in manifest_times:
-        observed.append(manifest_times[report.request_id])
-    return {
-        "trace_id": report.trace_id,
-        "tool_call_id": report.tool_call_id,
-        "request_key": report.request_id or "",
-        "verdict": report.verdict,
-        "tool_name": report.tool_name,
-        "agent_name": report.agent_name,
-        "step": report.step,
-        "settled": report.settled,
-        "lost_items": report.lost_items,
-        "lost_chars": report.lost_chars,
-        "lost_tokens": report.lost_tokens,
-        "last_observed_at": max(observed, default=now),
-        "judged_at": now,
-        "detail": report_detail(report),
-    }
+def _journeys_touched(batch: DecodedBatch) -> dict[str, set[str] | None]:
+    """Per trace, the tool calls whose journeys the batch can change; ``None`` for all of
+    the trace's journeys (a manifest can change any of them)."""
+    touched: dict[str, set[str] | None] = {}
+    for item in batch.measurements:
+        calls = touched.setdefault(item.measurement.trace_id, set())
+        if calls is not None:
+            calls.add(item.measurement.tool_call_id)
+    for manifest_item in batch.manifests:
+        touched[manifest_item.manifest.trace_id] = None
+    return touched

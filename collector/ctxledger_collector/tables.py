@@ -4,12 +4,14 @@ Keys are natural: a measurement is (trace, tool call, request, stage), a manifes
 (trace, request), a report is (trace, tool call, request). ``request_key`` is the request
 id or ``""`` for stages measured before any request, so unique keys never hold NULL.
 Every row keeps the span's attributes as received (``attributes``) and the rule record
-it was read into (``record``), so nothing the client sent is lost.
+it was read into (``record``), so nothing the client sent is lost. Beside each table it
+writes to, the typed dict of an INSERT's parameters (``…Values``) and its natural key;
+``rows`` fills them.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 from sqlalchemy import JSON, Column, Index, Table
 from sqlmodel import Field, SQLModel
@@ -177,6 +179,70 @@ class NotificationRow(SQLModel, table=True):
     lease_owner: str | None = Field(default=None, max_length=64)
     last_error: str | None = Field(default=None, max_length=1000)
     delivered_at: float | None = None
+
+
+# --- row values: the parameters of an INSERT into each table, keyed by column -------------
+
+
+class RunValues(TypedDict):
+    trace_id: str
+    service_name: str | None
+    agent_name: str | None
+    first_seen: float
+    last_seen: float
+
+
+class MeasurementValues(TypedDict):
+    trace_id: str
+    tool_call_id: str
+    request_key: str
+    stage: str
+    stage_order: int
+    tool_name: str | None
+    step: int | None
+    span_id: str | None
+    observed_at: float
+    pick_key: str
+    dropped_attributes: int
+    record: dict[str, Any]
+    attributes: dict[str, Any]
+
+
+class ManifestValues(TypedDict):
+    trace_id: str
+    request_id: str
+    step: int | None
+    model: str | None
+    tokens: int | None
+    context_window: int | None
+    span_id: str | None
+    observed_at: float
+    pick_key: str
+    record: dict[str, Any]
+    attributes: dict[str, Any]
+
+
+class ReportValues(TypedDict):
+    trace_id: str
+    tool_call_id: str
+    request_key: str
+    verdict: str
+    tool_name: str | None
+    agent_name: str | None
+    step: int | None
+    settled: bool
+    lost_items: int
+    lost_chars: int
+    lost_tokens: int
+    last_observed_at: float
+    judged_at: float
+    detail: dict[str, Any]
+
+
+#: The natural keys: the unique index each upsert resolves its conflicts on.
+MEASUREMENT_KEY = ("trace_id", "tool_call_id", "request_key", "stage")
+MANIFEST_KEY = ("trace_id", "request_id")
+REPORT_KEY = ("trace_id", "tool_call_id", "request_key")
 
 
 def table_of(model: type[SQLModel]) -> Table:

@@ -7,10 +7,10 @@ from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
-from starlette.concurrency import run_in_threadpool
 
 from ctxledger_collector.migrate import is_up_to_date
-from ctxledger_collector.state import AppState, StateDep
+from ctxledger_collector.routes.deps import StateDep
+from ctxledger_collector.state import AppState
 
 router = APIRouter(tags=["health"])
 
@@ -32,14 +32,13 @@ def _database_problem(state: AppState) -> str | None:
 
 
 @router.get("/readyz", summary="The database is reachable and migrated")
-async def readyz(state: StateDep) -> JSONResponse:
-    problem = await run_in_threadpool(_database_problem, state)
+def readyz(state: StateDep) -> JSONResponse:
+    problem = _database_problem(state)
     if problem:
         return JSONResponse({"status": "unavailable", "reason": problem}, status_code=503)
     return JSONResponse({"status": "ready"})
 
 
 @router.get("/metrics", summary="Prometheus metrics", response_class=Response)
-async def metrics(state: StateDep) -> Response:
-    payload = await run_in_threadpool(generate_latest, state.metrics.registry)
-    return Response(payload, media_type=CONTENT_TYPE_LATEST)
+def metrics(state: StateDep) -> Response:
+    return Response(generate_latest(state.metrics.registry), media_type=CONTENT_TYPE_LATEST)

@@ -13,16 +13,18 @@ import json
 import logging
 import time
 import zlib
+from dataclasses import replace
 
 from fastapi import APIRouter, Request, Response
+from fastapi.concurrency import run_in_threadpool
 from google.rpc import status_pb2
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTracePartialSuccess,
     ExportTraceServiceResponse,
 )
-from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, StatementError
-from starlette.concurrency import run_in_threadpool
+from sqlalchemy.exc import StatementError
 
+from ctxledger_collector.database import is_storage_outage
 from ctxledger_collector.otlp_decode import (
     JSON_TYPE,
     PROTOBUF,
@@ -30,7 +32,9 @@ from ctxledger_collector.otlp_decode import (
     MalformedRequest,
     decode_export_request,
 )
-from ctxledger_collector.state import AppState, StateDep
+from ctxledger_collector.routes.deps import StateDep
+from ctxledger_collector.rows import fit_to_columns
+from ctxledger_collector.state import AppState
 
 logger = logging.getLogger("ctxledger.collector")
 router = APIRouter(tags=["ingest"])
@@ -76,8 +80,8 @@ def _check_api_key(request: Request, state: AppState) -> None:
         )
 
 
-async def _read_body(request: Request, state: AppState) -> bytes:
-    limit = state.settings.max_body_bytes
+async def _read_body(request: Request, limit: int) -> bytes:
+    """The body as sent, streamed so that an oversized one is refused without holding it."""
     declared = request.headers.get("content-length")
     if declared and declared.isdigit() and int(declared) > limit:
         raise RequestRejected(
@@ -92,15 +96,27 @@ async def _read_body(request: Request, state: AppState) -> bytes:
                 413, f"body is over the limit of {limit} bytes", _GRPC_RESOURCE_EXHAUSTED
             )
         chunks.append(chunk)
-    body = b"".join(chunks)
+    return b"".join(chunks)
+
+
+def _check_media_type(media: str) -> None:
+    if media not in (PROTOBUF, JSON_TYPE):
+        raise RequestRejected(
+            415,
+            f"unsupported Content-Type {media or '(none)'!r}: use {PROTOBUF} or {JSON_TYPE}",
+            _GRPC_INVALID_ARGUMENT,
+        )
+
+
+def _is_gzip(request: Request) -> bool:
     encoding = request.headers.get("content-encoding", "identity").strip().lower()
     if encoding in ("", "identity"):
-        return body
+        return False
     if encoding != "gzip":
         raise RequestRejected(
             415, f"unsupported Content-Encoding {encoding!r} (gzip only)", _GRPC_INVALID_ARGUMENT
         )
-    return _gunzip(body, state.settings.max_decompressed_bytes)
+    return True
 
 
 def _gunzip(body: bytes, limit: int) -> bytes:
@@ -128,12 +144,6 @@ def _gunzip(body: bytes, limit: int) -> bytes:
         parts.append(data)
         rest = decompressor.unused_data
     return b"".join(parts)
-
-
-def _is_outage(error: StatementError) -> bool:
-    if isinstance(error, (OperationalError, InterfaceError)):
-        return True
-    return isinstance(error, DBAPIError) and bool(error.connection_invalidated)
 
 
 def _success(media: str, batch: DecodedBatch) -> Response:
@@ -169,45 +179,35 @@ def _success(media: str, batch: DecodedBatch) -> Response:
     },
 )
 async def export_traces(request: Request, state: StateDep) -> Response:
+    # Async only to stream the body in; the blocking work runs in a worker thread.
     started = time.perf_counter()
     media = _media_type(request)
+    try:
+        _check_api_key(request, state)
+        _check_media_type(media)
+        body = await _read_body(request, state.settings.max_body_bytes)
+        gzipped = _is_gzip(request)
+        response = await run_in_threadpool(_store_export, state, body, gzipped, media)
+    except RequestRejected as rejected:
+        response = _error(media, rejected.status, rejected.message, rejected.grpc_code)
     encoding = "protobuf" if media == PROTOBUF else "json" if media == JSON_TYPE else "other"
-    response = await _handle(request, state, media)
     state.metrics.requests.labels(encoding, str(response.status_code)).inc()
     state.metrics.duration.observe(time.perf_counter() - started)
     return response
 
 
-async def _handle(request: Request, state: AppState, media: str) -> Response:
+def _store_export(state: AppState, body: bytes, gzipped: bool, media: str) -> Response:
+    """Decompress, decode and store one export; the answer once it is committed."""
+    if gzipped:
+        body = _gunzip(body, state.settings.max_decompressed_bytes)
     try:
-        _check_api_key(request, state)
-        if media not in (PROTOBUF, JSON_TYPE):
-            raise RequestRejected(
-                415,
-                f"unsupported Content-Type {media or '(none)'!r}: use {PROTOBUF} or {JSON_TYPE}",
-                _GRPC_INVALID_ARGUMENT,
-            )
-        body = await _read_body(request, state)
-        try:
-            batch = await run_in_threadpool(decode_export_request, body, media)
-        except MalformedRequest as error:
-            raise RequestRejected(400, str(error), _GRPC_INVALID_ARGUMENT) from error
-    except RequestRejected as rejected:
-        return _error(media, rejected.status, rejected.message, rejected.grpc_code)
-
+        batch = fit_to_columns(decode_export_request(body, media))
+    except MalformedRequest as error:
+        raise RequestRejected(400, str(error), _GRPC_INVALID_ARGUMENT) from error
     try:
-        try:
-            outcome = await run_in_threadpool(state.store.ingest, batch)
-            state.metrics.count_changes(outcome.changes)
-        except StatementError as error:
-            if _is_outage(error):
-                raise
-            # The database refused something in this batch: store span by span so
-            # only the spans it cannot hold are rejected, with its reason.
-            logger.warning("ctxledger collector: batch refused (%s); isolating", error)
-            batch.rejected.extend(await run_in_threadpool(state.store.ingest_each, batch))
+        batch = _store(state, batch)
     except StatementError as error:
-        if not _is_outage(error):
+        if not is_storage_outage(error):
             raise
         logger.warning("ctxledger collector: storage unavailable: %s", error)
         return _error(
@@ -217,9 +217,23 @@ async def _handle(request: Request, state: AppState, media: str) -> Response:
             _GRPC_UNAVAILABLE,
             **{"Retry-After": str(state.settings.retry_after_s)},
         )
-    metrics = state.metrics.spans
-    metrics.labels("measurement").inc(len(batch.measurements))
-    metrics.labels("manifest").inc(len(batch.manifests))
-    metrics.labels("ignored").inc(batch.ignored)
-    metrics.labels("rejected").inc(len(batch.rejected))
+    spans = state.metrics.spans
+    spans.labels("measurement").inc(len(batch.measurements))
+    spans.labels("manifest").inc(len(batch.manifests))
+    spans.labels("ignored").inc(batch.ignored)
+    spans.labels("rejected").inc(len(batch.rejected))
     return _success(media, batch)
+
+
+def _store(state: AppState, batch: DecodedBatch) -> DecodedBatch:
+    """Store the batch in one transaction; if the database refuses part of it, store it
+    span by span so that only the spans it refuses are rejected, with its reason."""
+    try:
+        outcome = state.store.ingest(batch)
+    except StatementError as error:
+        if is_storage_outage(error):
+            raise
+        logger.warning("ctxledger collector: batch refused (%s); isolating", error)
+        return replace(batch, rejected=[*batch.rejected, *state.store.ingest_each(batch)])
+    state.metrics.count_changes(outcome.changes)
+    return batch

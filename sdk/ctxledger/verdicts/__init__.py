@@ -6,6 +6,7 @@ verdicts (severities, the losing set, meanings, stage orders) are in
 :mod:`ctxledger.verdicts.vocabulary` and exported here.
 """
 
+from ctxledger.verdicts.duplicates import preferred_copy, preferred_copy_key
 from ctxledger.verdicts.judge import compare, judge_trace, worst
 from ctxledger.verdicts.model import (
     Manifest,
@@ -39,5 +40,7 @@ __all__ = [
     "Transition",
     "compare",
     "judge_trace",
+    "preferred_copy",
+    "preferred_copy_key",
     "worst",
 ]

@@ -13,6 +13,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from ctxledger import semconv
+from ctxledger.verdicts.duplicates import preferred_copy
 from ctxledger.verdicts.model import (
     Manifest,
     Measurement,
@@ -30,28 +31,18 @@ def worst(verdicts: Iterable[str]) -> str:
     return max(verdicts, key=VERDICT_SEVERITY.__getitem__, default=semconv.VERDICT_INTACT)
 
 
-def _pick(duplicates: list[Measurement]) -> Measurement:
-    # Deterministic whatever the arrival order: the same choice from the same set.
-    if len(duplicates) == 1:
-        return duplicates[0]
-    return max(duplicates, key=lambda m: (m.observed_at, m.span_id or "", repr(m)))
-
-
 def _dedupe_measurements(measurements: Iterable[Measurement]) -> list[Measurement]:
     groups: dict[_STAGE_KEY, list[Measurement]] = defaultdict(list)
     for m in measurements:
         groups[(m.trace_id, m.tool_call_id, m.request_id, m.stage)].append(m)
-    return [_pick(group) for group in groups.values()]
+    return [preferred_copy(group) for group in groups.values()]
 
 
 def _dedupe_manifests(manifests: Iterable[Manifest]) -> dict[str, Manifest]:
     groups: dict[str, list[Manifest]] = defaultdict(list)
     for manifest in manifests:
         groups[manifest.request_id].append(manifest)
-    return {
-        request_id: max(group, key=lambda m: (m.observed_at, m.span_id or "", repr(m)))
-        for request_id, group in groups.items()
-    }
+    return {request_id: preferred_copy(group) for request_id, group in groups.items()}
 
 
 def _size_fell(before: int | None, after: int | None, ratio: float, floor: int) -> int:

@@ -1,0 +1,61 @@
+"""What the route handlers share, as FastAPI dependencies: the app's state, a database
+session per request, and the query parameters several routes take."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Annotated
+
+from fastapi import Depends, HTTPException, Path, Query, Request
+from sqlalchemy.orm import Session
+
+from ctxledger.verdicts import VERDICTS
+from ctxledger_collector.queries import ReportFilter
+from ctxledger_collector.state import AppState
+
+
+def get_state(request: Request) -> AppState:
+    state: AppState = request.app.state.ctxledger
+    return state
+
+
+StateDep = Annotated[AppState, Depends(get_state)]
+
+
+def get_session(state: StateDep) -> Iterator[Session]:
+    with Session(state.engine) as session:
+        yield session
+
+
+SessionDep = Annotated[Session, Depends(get_session)]
+
+TraceId = Annotated[str, Path(pattern="^[0-9a-f]{32}$", description="32 lower-case hex")]
+Limit = Annotated[int, Query(ge=1, le=1000, description="page size")]
+Offset = Annotated[int, Query(ge=0, description="rows to skip (use next_offset)")]
+Since = Annotated[float | None, Query(description="unix seconds, inclusive")]
+Until = Annotated[float | None, Query(description="unix seconds, exclusive")]
+Verdicts = Annotated[list[str] | None, Query(description="repeat to allow several")]
+
+
+def verdict_filter(values: list[str] | None) -> tuple[str, ...]:
+    """The verdicts asked for; an unknown one is answered 422 with the known ones."""
+    unknown = sorted(set(values or ()) - set(VERDICTS))
+    if unknown:
+        raise HTTPException(422, f"unknown verdict(s) {unknown}; known: {list(VERDICTS)}")
+    return tuple(values or ())
+
+
+def journey_filter(
+    since: Since = None,
+    until: Until = None,
+    agent: str | None = None,
+    tool: str | None = None,
+    verdict: Verdicts = None,
+) -> ReportFilter:
+    """The filters every aggregate takes, from the query string."""
+    return ReportFilter(
+        verdicts=verdict_filter(verdict), agent=agent, tool=tool, since=since, until=until
+    )
+
+
+FilterDep = Annotated[ReportFilter, Depends(journey_filter)]

@@ -1,0 +1,184 @@
+"""Which duplicate wins: one rule, ``ctxledger.verdicts.preferred_copy_key``, decides for
+the judge and for the store (its ``pick_key`` column, compared by the database), so what
+the collector keeps when copies of a span arrive in any order, in one batch or many, is
+what judging the whole set of copies picks. Runs on SQLite and on PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Iterator
+
+import pytest
+from sqlalchemy import select
+
+from ctxledger import semconv as sc
+from ctxledger.verdicts import (
+    Manifest,
+    Measurement,
+    Tolerances,
+    judge_trace,
+    preferred_copy,
+    preferred_copy_key,
+)
+from ctxledger_collector.database import make_engine
+from ctxledger_collector.migrate import upgrade
+from ctxledger_collector.otlp_decode import DecodedBatch, DecodedManifest, DecodedMeasurement
+from ctxledger_collector.records import record_to_manifest, record_to_measurement
+from ctxledger_collector.store import Store
+from ctxledger_collector.tables import MANIFESTS, MEASUREMENTS
+
+#: An end time in seconds, as the decoder derives it from OTLP nanoseconds.
+T = 1_796_000_000_123_456_000 / 1e9
+CALL = "call_dup"
+REQUEST = "req_dup"
+
+# (end time, span id, chars): copies of the `original` stage of one tool result.
+MEASUREMENT_CASES: dict[str, list[tuple[float, str, int]]] = {
+    "the later end time wins": [(T, "ff" * 8, 100), (T + 1, "00" * 8, 200)],
+    "same end time: the higher span id wins": [(T, "0a" * 8, 100), (T, "0b" * 8, 200)],
+    # 240 ns apart: different floats, the same microsecond, so the span id decides.
+    "within one microsecond: the span id decides": [
+        (T, "ff" * 8, 100),
+        (1_796_000_000_123_456_240 / 1e9, "01" * 8, 200),
+    ],
+    "same end time and span id: the content decides": [(T, "ab" * 8, 100), (T, "ab" * 8, 200)],
+    "three copies": [(T, "0a" * 8, 100), (T, "0b" * 8, 200), (T - 5, "ff" * 8, 300)],
+}
+
+
+def trace_ids() -> Iterator[str]:
+    while True:
+        yield os.urandom(16).hex()
+
+
+def original(trace_id: str, observed_at: float, span_id: str, chars: int) -> Measurement:
+    return Measurement(
+        trace_id=trace_id,
+        tool_call_id=CALL,
+        stage=sc.STAGE_ORIGINAL,
+        order=10,
+        chars=chars,
+        items=chars // 10,
+        observed_at=observed_at,
+        span_id=span_id,
+    )
+
+
+@pytest.fixture
+def store(database_url: str) -> Iterator[Store]:
+    upgrade(database_url)
+    engine = make_engine(database_url)
+    yield Store(engine, Tolerances())
+    engine.dispose()
+
+
+def stored_measurements(store: Store, trace_id: str) -> list[Measurement]:
+    with store.engine.connect() as connection:
+        records = connection.scalars(
+            select(MEASUREMENTS.c.record).where(MEASUREMENTS.c.trace_id == trace_id)
+        )
+        return [record_to_measurement(record) for record in records]
+
+
+def stored_manifests(store: Store, trace_id: str) -> list[Manifest]:
+    with store.engine.connect() as connection:
+        records = connection.scalars(
+            select(MANIFESTS.c.record).where(MANIFESTS.c.trace_id == trace_id)
+        )
+        return [record_to_manifest(record) for record in records]
+
+
+def measurements_batch(*copies: Measurement) -> DecodedBatch:
+    return DecodedBatch(measurements=[DecodedMeasurement(m, {}, None) for m in copies])
+
+
+@pytest.mark.parametrize("arrival", ["one copy per batch", "all copies in one batch"])
+@pytest.mark.parametrize("case", list(MEASUREMENT_CASES))
+def test_store_keeps_the_copy_the_judge_picks(store: Store, case: str, arrival: str) -> None:
+    spec = MEASUREMENT_CASES[case]
+    ids = trace_ids()
+    for order in itertools.permutations(range(len(spec))):
+        trace_id = next(ids)
+        copies = [original(trace_id, *copy) for copy in spec]
+        arrived = [copies[i] for i in order]
+        batches = [[m] for m in arrived] if arrival == "one copy per batch" else [arrived]
+        for batch in batches:
+            outcome = store.ingest(measurements_batch(*batch))
+
+        (judged,) = judge_trace(copies, tolerances=Tolerances())
+        (kept,) = stored_measurements(store, trace_id)
+        assert kept == preferred_copy(copies) == judged.stages[0], order
+        # The judging the store did on the last batch agrees too.
+        assert [r.stages for r in outcome.reports] == [judged.stages], order
+
+
+def test_the_key_sorts_like_the_preference() -> None:
+    a = original("t", T, "0a" * 8, 100)
+    assert preferred_copy_key(original("t", T + 1e-3, "00" * 8, 1)) > preferred_copy_key(a)
+    assert preferred_copy_key(original("t", T, "0b" * 8, 1)) > preferred_copy_key(a)
+    # A missing span id loses to any span id, as the empty string does in a comparison.
+    assert preferred_copy_key(original("t", T, "", 999)) < preferred_copy_key(a)
+    # Keys stored before the content digest was added (`<time>|<span id>`) keep their
+    # order against new ones: an old row loses only to a copy at least as recent.
+    old_format = f"{T:020.6f}|{'0a' * 8}"
+    assert preferred_copy_key(a).startswith(old_format)
+    assert preferred_copy_key(original("t", T - 1, "ff" * 8, 1)) < old_format
+
+
+def test_store_keeps_the_manifest_copy_the_judge_picks(store: Store) -> None:
+    """Two copies of one request's manifest, one with the tool result and one without:
+    the verdict the collector stores is the verdict of judging both."""
+    ids = trace_ids()
+    for with_result_wins in (True, False):
+        for arrival in (("with", "without"), ("without", "with")):
+            trace_id = next(ids)
+            stages = [
+                original(trace_id, T, "01" * 8, 100),
+                Measurement(
+                    trace_id=trace_id,
+                    tool_call_id=CALL,
+                    stage=sc.STAGE_ASSEMBLED,
+                    order=30,
+                    chars=100,
+                    items=10,
+                    request_id=REQUEST,
+                    step=2,
+                    observed_at=T + 1,
+                    span_id="02" * 8,
+                ),
+            ]
+            later, earlier = ("0c" * 8, "0b" * 8)
+            copies = {
+                "with": Manifest(
+                    trace_id=trace_id,
+                    request_id=REQUEST,
+                    step=2,
+                    tool_call_ids=(CALL,),
+                    tool_calls=(CALL,),
+                    observed_at=T + 2,
+                    span_id=later if with_result_wins else earlier,
+                ),
+                "without": Manifest(
+                    trace_id=trace_id,
+                    request_id=REQUEST,
+                    step=2,
+                    tool_call_ids=(),
+                    tool_calls=(),
+                    observed_at=T + 2,
+                    span_id=earlier if with_result_wins else later,
+                ),
+            }
+            store.ingest(measurements_batch(*stages))
+            for name in arrival:
+                manifest = DecodedManifest(copies[name], {}, None)
+                outcome = store.ingest(DecodedBatch(manifests=[manifest]))
+
+            (judged,) = judge_trace(stages, copies.values(), tolerances=Tolerances())
+            expected = sc.VERDICT_INTACT if with_result_wins else sc.VERDICT_DROPPED
+            assert judged.verdict == expected
+            assert stored_manifests(store, trace_id) == [preferred_copy(list(copies.values()))]
+            assert [(r.verdict, r.notes) for r in outcome.reports] == [
+                (judged.verdict, judged.notes)
+            ]
