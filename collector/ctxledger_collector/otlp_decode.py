@@ -137,11 +137,21 @@ def _service(value: Any) -> str | None:
 # --- OTLP JSON ---------------------------------------------------------------------
 
 
-def _json_int(value: Any) -> int:
+#: The protobuf ranges of the OTLP integers read here (JSON carries them as strings).
+_INT64 = (-(2**63), 2**63 - 1)
+_UINT64 = (0, 2**64 - 1)
+_UINT32 = (0, 2**32 - 1)
+
+
+def _json_int(value: Any, bounds: tuple[int, int] = _INT64) -> int:
     # OTLP JSON encodes 64-bit integers as strings; numbers are accepted too.
     if isinstance(value, bool):
         raise ValueError("boolean where an integer was expected")
-    return int(value)
+    number = int(value)
+    low, high = bounds
+    if not low <= number <= high:
+        raise ValueError(f"integer {number} is out of range [{low}, {high}]")
+    return number
 
 
 def _json_value(value: Mapping[str, Any]) -> Any:
@@ -202,9 +212,11 @@ def _json_spans(body: bytes, rejected: list[Rejection]) -> Iterator[RawSpan]:
                         trace_id=_json_id(span.get("traceId"), 16, "traceId"),
                         span_id=_json_id(span.get("spanId"), 8, "spanId"),
                         name=str(span.get("name", "")),
-                        end_time_unix_nano=_json_int(span.get("endTimeUnixNano", 0)),
+                        end_time_unix_nano=_json_int(span.get("endTimeUnixNano", 0), _UINT64),
                         attributes=_json_attributes(span.get("attributes", [])),
-                        dropped_attributes_count=_json_int(span.get("droppedAttributesCount", 0)),
+                        dropped_attributes_count=_json_int(
+                            span.get("droppedAttributesCount", 0), _UINT32
+                        ),
                         service_name=_service(service),
                     )
                 except (AttributeError, KeyError, TypeError, ValueError, binascii.Error) as error:

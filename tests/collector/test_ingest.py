@@ -201,7 +201,8 @@ def test_otlp_json_journey_is_judged_silent(collector: LiveCollector, encoding: 
     trace_id = op.new_trace_id()
     # Upper-case hex with gzip: OTLP JSON ids are hex, whatever the case.
     body = op.json_body(
-        trace_id, [*op.journey_spans(CALL, REQUEST), op.plain_span()],
+        trace_id,
+        [*op.journey_spans(CALL, REQUEST), op.plain_span()],
         upper_hex=encoding == "gzip",
     )
     assert b'"intValue": "5000"' in body and b'"arrayValue"' in body
@@ -226,6 +227,7 @@ def test_otlp_json_journey_is_judged_silent(collector: LiveCollector, encoding: 
 
 def _bad_spans() -> dict[str, op.Span]:
     """Spans that claim to be measurements but break the contract, by expected reason."""
+
     def stage(call_id: str, **overrides: Any) -> dict[str, Any]:
         attrs = op.stage_attributes(
             sc.STAGE_ORIGINAL, call_id, chars=900, tokens=220, items=9, step=1
@@ -279,9 +281,7 @@ def test_partial_success_rejects_bad_spans_and_keeps_the_rest(collector: LiveCol
     for reason, span in proto_bad.items():
         assert reason in response.partial_success.error_message
         assert span.span_id.hex() in response.partial_success.error_message
-    assert_reference_journey(
-        reports(collector, proto_trace), proto_trace.hex(), "call_good_proto"
-    )
+    assert_reference_journey(reports(collector, proto_trace), proto_trace.hex(), "call_good_proto")
 
     assert spans_counted(collector) == {
         "measurement": 8,
@@ -561,8 +561,14 @@ def test_stages_in_reverse_one_per_request_judge_like_one_ordered_batch(
     # A stale copy of the assembled stage (earlier, still all 50 rows): the later one wins.
     stale = op.Span(
         op.stage_attributes(
-            sc.STAGE_ASSEMBLED, CALL, chars=5150, tokens=1290, items=50,
-            ids=op.ITEM_IDS, request_id=REQUEST, step=2,
+            sc.STAGE_ASSEMBLED,
+            CALL,
+            chars=5150,
+            tokens=1290,
+            items=50,
+            ids=op.ITEM_IDS,
+            request_id=REQUEST,
+            step=2,
         ),
         end_time_unix_nano=start + 1_500_000,
     )
@@ -656,9 +662,7 @@ def test_multi_member_gzip_body_is_read_whole(collector: LiveCollector) -> None:
     first, second = op.proto_body(trace_id, spans[:3]), op.proto_body(trace_id, spans[3:])
     assert gzip.decompress(gzip.compress(first) + gzip.compress(second)) == first + second
 
-    answer = post(
-        collector, gzip.compress(first) + gzip.compress(second), content_encoding="gzip"
-    )
+    answer = post(collector, gzip.compress(first) + gzip.compress(second), content_encoding="gzip")
 
     assert answer.status_code == 200
     assert_reference_journey(reports(collector, trace_id), trace_id.hex())
@@ -695,3 +699,32 @@ def test_one_unstorable_span_does_not_lose_the_batch(
 
     assert answer.status_code == 200, answer.text
     assert_reference_journey(reports(collector, good_trace), good_trace.hex())
+
+
+def test_json_integers_out_of_their_protobuf_range_reject_only_their_span(
+    collector: LiveCollector,
+) -> None:
+    """A fixed64 end time or uint32 count outside its range is a malformed span (not a 500)."""
+    import json
+
+    trace = op.new_trace_id()
+    good = op.journey_spans("call_in_range", REQUEST)
+    far_future = op.Span(
+        op.stage_attributes(sc.STAGE_ORIGINAL, "call_far", chars=9, tokens=2, items=1)
+    )
+    negative = op.Span(
+        op.stage_attributes(sc.STAGE_ORIGINAL, "call_negative", chars=9, tokens=2, items=1)
+    )
+    document = op.json_request(trace, [*good, far_future, negative])
+    spans = document["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    spans[-2]["endTimeUnixNano"] = str(10**30)
+    spans[-1]["droppedAttributesCount"] = -1
+    answer = post(collector, json.dumps(document).encode(), op.JSON_TYPE)
+
+    assert answer.status_code == 200, answer.text
+    partial = answer.json()["partialSuccess"]
+    assert int(partial["rejectedSpans"]) == 2
+    assert partial["errorMessage"].count("out of range") == 2
+    assert far_future.span_id.hex() in partial["errorMessage"]
+    assert negative.span_id.hex() in partial["errorMessage"]
+    assert_reference_journey(reports(collector, trace), trace.hex(), "call_in_range")
