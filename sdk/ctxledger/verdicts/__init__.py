@@ -7,7 +7,8 @@ verdicts (severities, the losing set, meanings, stage orders) are in
 """
 
 from ctxledger.verdicts.duplicates import preferred_copy, preferred_copy_key
-from ctxledger.verdicts.judge import compare, judge_trace, worst
+from ctxledger.verdicts.journeys import worst
+from ctxledger.verdicts.judge import judge_trace
 from ctxledger.verdicts.model import (
     Manifest,
     Measurement,
@@ -15,6 +16,7 @@ from ctxledger.verdicts.model import (
     Tolerances,
     Transition,
 )
+from ctxledger.verdicts.transitions import compare
 from ctxledger.verdicts.vocabulary import (
     ALERT_SEVERITIES,
     LOSING_VERDICTS,

@@ -1,0 +1,229 @@
+"""One tool call's journeys, judged from explicit evidence. Pure; stdlib only.
+
+A *journey* is one tool result (trace, tool call) within one LLM request. Stages
+measured before any request (``original``, ``serialized``) belong to every request the
+result later travels in. A call has a journey in request R when it was measured in R,
+when R's manifest lists its result or its call, or when R belongs to the first step after
+the one that issued the call (the result should be there). A call with none of these
+has one journey without a request.
+
+:func:`judge_call` is what both :func:`~ctxledger.verdicts.judge_trace` (everything at
+once) and :mod:`~ctxledger.verdicts.incremental` (only what a batch can change) call, so
+the two agree by construction.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from ctxledger import semconv
+from ctxledger.verdicts.model import Manifest, Measurement, Report, Tolerances
+from ctxledger.verdicts.transitions import compare, loss_verdict
+from ctxledger.verdicts.vocabulary import VERDICT_SEVERITY
+
+
+def worst(verdicts: Iterable[str]) -> str:
+    """The most severe verdict, ``intact`` for none."""
+    return max(verdicts, key=VERDICT_SEVERITY.__getitem__, default=semconv.VERDICT_INTACT)
+
+
+@dataclass(frozen=True)
+class CallEvidence:
+    """What one call's journeys are judged from (copies already deduplicated).
+
+    ``manifests`` must hold the manifest of every request judged that has one;
+    ``following`` is the set of requests of the first manifest step after the call's
+    step (:func:`call_step`), whatever requests are judged.
+    """
+
+    call_id: str
+    before: Sequence[Measurement] = ()
+    in_request: Mapping[str, Sequence[Measurement]] = field(default_factory=dict)
+    manifests: Mapping[str, Manifest] = field(default_factory=dict)
+    following: frozenset[str] = frozenset()
+
+    def stages(self, request_id: str | None) -> list[Measurement]:
+        """The journey's stages in pipeline order: the call's own, then the request's."""
+        own = self.in_request.get(request_id, ()) if request_id is not None else ()
+        return sorted([*self.before, *own], key=lambda m: (m.order, m.stage))
+
+    def has_journey(self, request_id: str) -> bool:
+        if self.in_request.get(request_id):
+            return True
+        manifest = self.manifests.get(request_id)
+        if manifest is not None and mentions(manifest, self.call_id):
+            return True
+        return request_id in self.following
+
+
+@dataclass(frozen=True)
+class CallJudgment:
+    """The reports of one call's judged journeys. ``considered`` are the request keys
+    (``None``: the journey without a request) whose stored reports these replace: a
+    stored report under a considered key that is not among ``reports`` no longer exists.
+    """
+
+    trace_id: str
+    call_id: str
+    reports: tuple[Report, ...]
+    considered: frozenset[str | None]
+
+
+def mentions(manifest: Manifest, call_id: str) -> bool:
+    return call_id in manifest.tool_call_ids or call_id in (manifest.tool_calls or ())
+
+
+def call_step(before: Iterable[Measurement]) -> int | None:
+    """The step whose response issued the call: the lowest step of its stages measured
+    before any request."""
+    return min((m.step for m in before if m.step is not None), default=None)
+
+
+def requests_following(step: int | None, manifests: Iterable[Manifest]) -> frozenset[str]:
+    """The requests of the first manifest step after ``step``."""
+    if step is None:
+        return frozenset()
+    stepped = [m for m in manifests if m.step is not None and m.step > step]
+    first = min((m.step for m in stepped if m.step is not None), default=None)
+    return frozenset(m.request_id for m in stepped if m.step == first)
+
+
+def judge_call(
+    trace_id: str,
+    evidence: CallEvidence,
+    candidates: Collection[str],
+    *,
+    complete: bool,
+    tolerances: Tolerances,
+    now: float | None,
+) -> CallJudgment:
+    """Judge the call's journeys in ``candidates`` (request ids) that exist.
+
+    ``complete`` says the candidates hold every request the call can have a journey in;
+    only then is the journey without a request judged, when the call has no journey in
+    a request but has stages of its own.
+    """
+    requests = sorted(r for r in set(candidates) if evidence.has_journey(r))
+    considered: set[str | None] = set(candidates)
+    keys: list[str | None] = list(requests)
+    if requests or complete:
+        considered.add(None)
+    if complete and not requests and evidence.before:
+        keys = [None]
+    reports = tuple(
+        _judge_journey(
+            trace_id,
+            evidence.call_id,
+            request_id,
+            sorted(
+                [
+                    *evidence.before,
+                    *(evidence.in_request.get(request_id, ()) if request_id else ()),
+                ],
+                key=lambda m: (m.order, m.stage),
+            ),
+            evidence.manifests.get(request_id) if request_id else None,
+            request_id in evidence.following,
+            tolerances,
+            now,
+        )
+        for request_id in keys
+    )
+    return CallJudgment(trace_id, evidence.call_id, reports, frozenset(considered))
+
+
+def _removed(stage: Measurement) -> bool:
+    """A stage that declares it removed the whole result (nothing left of it)."""
+    return stage.declared and (stage.items == 0 or stage.chars == 0)
+
+
+def _judge_journey(
+    trace_id: str,
+    call_id: str,
+    request_id: str | None,
+    stages: list[Measurement],
+    manifest: Manifest | None,
+    follows_call: bool,
+    tol: Tolerances,
+    now: float | None,
+) -> Report:
+    transitions = [compare(a, b, tol) for a, b in itertools.pairwise(stages)]
+    findings = [t.verdict for t in transitions]
+    notes: list[str] = []
+    settled = True
+    extra_lost_items = extra_lost_chars = extra_lost_tokens = 0
+    last = stages[-1] if stages else None
+
+    for m in stages:
+        if not m.trusted:
+            notes.append(
+                f"stage {m.stage} lost {m.dropped_attributes} attributes in transit; "
+                "its item ids were not trusted"
+            )
+        if m.tokens_estimated:
+            notes.append(f"stage {m.stage}: tokens estimated from a prefix (very large text)")
+
+    if manifest is not None:
+        has_result = call_id in manifest.tool_call_ids
+        has_call = manifest.tool_calls is not None and call_id in manifest.tool_calls
+        if has_call and not has_result:
+            findings.append(semconv.VERDICT_ORPHANED)
+            notes.append(
+                f"request {manifest.request_id} carries tool call {call_id} without its result"
+            )
+        elif has_result and manifest.tool_calls is not None and not has_call:
+            findings.append(semconv.VERDICT_ORPHANED)
+            notes.append(
+                f"request {manifest.request_id} carries the result of {call_id} without its call"
+            )
+        elif not has_result and (follows_call or any(m.request_id == request_id for m in stages)):
+            # Only a stage that declared removing the whole result excuses its absence.
+            removal = next((m for m in stages if m.request_id == request_id and _removed(m)), None)
+            findings.append(
+                loss_verdict(removal) if removal is not None else semconv.VERDICT_DROPPED
+            )
+            notes.append(f"the result is missing from request {manifest.request_id}")
+            if last is not None:
+                extra_lost_items, extra_lost_chars = last.items or 0, last.chars
+                extra_lost_tokens = last.tokens or 0
+
+    reached_model = any(m.order >= semconv.BUILTIN_STAGE_ORDER[semconv.STAGE_SENT] for m in stages)
+    if manifest is not None and call_id in manifest.tool_call_ids:
+        reached_model = True
+    if not reached_model and manifest is None and stages:
+        waited = None if now is None else now - max(m.observed_at for m in stages)
+        if waited is not None and waited >= tol.incomplete_after_s:
+            findings.append(semconv.VERDICT_INCOMPLETE)
+            notes.append("later stages never arrived within the grace period")
+        else:
+            settled = False
+
+    lost_ids: list[str] = []
+    for t in transitions:
+        lost_ids.extend(i for i in t.lost_item_ids if i not in lost_ids)
+    named = next((m for m in stages if m.tool_name), None)
+    agent = next((m for m in stages if m.agent_name), None)
+    step = next((m.step for m in reversed(stages) if m.step is not None), None)
+    if manifest is not None and manifest.step is not None:
+        step = manifest.step
+    return Report(
+        trace_id=trace_id,
+        tool_call_id=call_id,
+        request_id=request_id,
+        verdict=worst(findings),
+        tool_name=named.tool_name if named else None,
+        agent_name=agent.agent_name if agent else (manifest.agent_name if manifest else None),
+        step=step,
+        stages=tuple(stages),
+        transitions=tuple(transitions),
+        lost_items=sum(t.lost_items for t in transitions) + extra_lost_items,
+        lost_item_ids=tuple(lost_ids),
+        lost_fields=tuple(sorted({f for t in transitions for f in t.lost_fields})),
+        lost_chars=sum(t.lost_chars for t in transitions) + extra_lost_chars,
+        lost_tokens=sum(t.lost_tokens for t in transitions) + extra_lost_tokens,
+        lost_priority_items=sum(t.lost_priority_items for t in transitions),
+        settled=settled,
+        notes=tuple(notes),
+    )

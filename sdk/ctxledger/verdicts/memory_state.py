@@ -1,0 +1,156 @@
+"""A :class:`~ctxledger.verdicts.incremental.TraceState` held in memory: measurements,
+manifests and reports of any number of traces, judged incrementally batch by batch.
+Pure; stdlib only. The property tests compare it with :func:`judge_trace`; the SDK's
+local ledger can use it for long runs."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Collection, Iterable, Mapping, Sequence
+
+from ctxledger.verdicts.duplicates import preferred_copy_key
+from ctxledger.verdicts.incremental import (
+    CallKey,
+    JourneyKey,
+    RequestKey,
+    StepKey,
+    plan_rejudging,
+    plan_sweep,
+    rejudge,
+)
+from ctxledger.verdicts.journeys import CallJudgment, call_step
+from ctxledger.verdicts.model import Manifest, Measurement, Report, Tolerances
+
+_StageKey = tuple[str, str, str | None, str]
+_ReportKey = tuple[str, str, str | None]
+
+
+class MemoryTraceState:
+    """Traces in memory; :meth:`ingest` stores a batch and re-judges what it changed."""
+
+    def __init__(self, tolerances: Tolerances | None = None) -> None:
+        self.tolerances = tolerances or Tolerances()
+        self._stages: dict[_StageKey, Measurement] = {}
+        self._calls: dict[CallKey, set[_StageKey]] = defaultdict(set)
+        self._manifests: dict[RequestKey, Manifest] = {}
+        self._by_trace: dict[str, set[str]] = defaultdict(set)
+        self.reports: dict[_ReportKey, Report] = {}
+
+    # --- storing ------------------------------------------------------------------------
+
+    def _keep(self, m: Measurement) -> None:
+        key = (m.trace_id, m.tool_call_id, m.request_id, m.stage)
+        held = self._stages.get(key)
+        if held is None or preferred_copy_key(m) > preferred_copy_key(held):
+            self._stages[key] = m
+            self._calls[(m.trace_id, m.tool_call_id)].add(key)
+
+    def _keep_manifest(self, man: Manifest) -> None:
+        key = (man.trace_id, man.request_id)
+        held = self._manifests.get(key)
+        if held is None or preferred_copy_key(man) > preferred_copy_key(held):
+            self._manifests[key] = man
+            self._by_trace[man.trace_id].add(man.request_id)
+
+    def apply(self, judgments: Iterable[CallJudgment]) -> list[Report]:
+        """Replace the stored reports each judgment considered; the reports written."""
+        written: list[Report] = []
+        for judgment in judgments:
+            for request_id in judgment.considered:
+                self.reports.pop((judgment.trace_id, judgment.call_id, request_id), None)
+            for report in judgment.reports:
+                self.reports[report.key] = report
+                written.append(report)
+        return written
+
+    def ingest(
+        self,
+        measurements: Sequence[Measurement] = (),
+        manifests: Sequence[Manifest] = (),
+        now: float | None = None,
+    ) -> list[Report]:
+        """Store a batch and re-judge the journeys it can change; the reports written."""
+        replaced = {
+            (m.trace_id, m.request_id): self._manifests[(m.trace_id, m.request_id)]
+            for m in manifests
+            if (m.trace_id, m.request_id) in self._manifests
+        }
+        for m in measurements:
+            self._keep(m)
+        for man in manifests:
+            self._keep_manifest(man)
+        plan = plan_rejudging(measurements, manifests, self, replaced)
+        return self.apply(rejudge(plan, self, tolerances=self.tolerances, now=now))
+
+    def sweep(self, now: float) -> list[Report]:
+        """Re-judge the journeys still waiting for later stages; the reports written."""
+        plan = plan_sweep(key for key, report in self.reports.items() if not report.settled)
+        return self.apply(rejudge(plan, self, tolerances=self.tolerances, now=now))
+
+    # --- TraceState ----------------------------------------------------------------------
+
+    def before_stages(self, calls: Collection[CallKey]) -> Mapping[CallKey, Sequence[Measurement]]:
+        return {
+            call: [self._stages[k] for k in self._calls.get(call, ()) if k[2] is None]
+            for call in calls
+        }
+
+    def request_stages(
+        self, journeys: Collection[JourneyKey]
+    ) -> Mapping[JourneyKey, Sequence[Measurement]]:
+        found: dict[JourneyKey, list[Measurement]] = {}
+        for trace_id, call_id, request_id in journeys:
+            stages = [
+                self._stages[k]
+                for k in self._calls.get((trace_id, call_id), ())
+                if k[2] == request_id
+            ]
+            if stages:
+                found[(trace_id, call_id, request_id)] = stages
+        return found
+
+    def manifests(self, requests: Collection[RequestKey]) -> Mapping[RequestKey, Manifest]:
+        return {key: self._manifests[key] for key in requests if key in self._manifests}
+
+    def _steps(self, trace_id: str) -> list[tuple[int, str]]:
+        stepped = (self._manifests[(trace_id, r)] for r in self._by_trace.get(trace_id, ()))
+        return [(m.step, m.request_id) for m in stepped if m.step is not None]
+
+    def requests_after(self, steps: Collection[StepKey]) -> Mapping[StepKey, frozenset[str]]:
+        found: dict[StepKey, frozenset[str]] = {}
+        for trace_id, step in steps:
+            later = [(s, r) for s, r in self._steps(trace_id) if s > step]
+            first = min((s for s, _ in later), default=None)
+            found[(trace_id, step)] = frozenset(r for s, r in later if s == first)
+        return found
+
+    def step_below(self, steps: Collection[StepKey]) -> Mapping[StepKey, int | None]:
+        return {
+            (trace_id, step): max((s for s, _ in self._steps(trace_id) if s < step), default=None)
+            for trace_id, step in steps
+        }
+
+    def calls_issued(self, ranges: Collection[tuple[str, int | None, int]]) -> set[CallKey]:
+        issued: set[CallKey] = set()
+        for trace_id, low, high in ranges:
+            for call in [c for c in self._calls if c[0] == trace_id]:
+                step = call_step(self.before_stages([call])[call])
+                if step is not None and (low is None or step >= low) and step < high:
+                    issued.add(call)
+        return issued
+
+    def judged_requests(self, calls: Collection[CallKey]) -> Mapping[CallKey, set[str | None]]:
+        wanted = set(calls)
+        found: dict[CallKey, set[str | None]] = defaultdict(set)
+        for trace_id, call_id, request_id in self.reports:
+            if (trace_id, call_id) in wanted:
+                found[(trace_id, call_id)].add(request_id)
+        return found
+
+    def judged_calls(self, requests: Collection[RequestKey]) -> Mapping[RequestKey, set[str]]:
+        wanted = set(requests)
+        found: dict[RequestKey, set[str]] = defaultdict(set)
+        for trace_id, call_id, request_id in self.reports:
+            if request_id is not None and (trace_id, request_id) in wanted:
+                found[(trace_id, request_id)].add(call_id)
+        return found

@@ -1,0 +1,166 @@
+"""Incremental judging equals judging the whole set: random traces fed in random batches,
+orders and duplicates give the same reports as :func:`judge_trace` over everything."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ctxledger import semconv as sc
+from ctxledger.verdicts import Manifest, Measurement, Report, Tolerances, judge_trace
+from ctxledger.verdicts.memory_state import MemoryTraceState
+
+TRACES = ("a" * 32, "b" * 32)
+CALLS = tuple(f"call_{i}" for i in range(5))
+REQUESTS = tuple(f"req_{i}" for i in range(5))
+STAGES = (
+    (sc.STAGE_ORIGINAL, 10, False),
+    (sc.STAGE_SERIALIZED, 20, False),
+    (sc.STAGE_ASSEMBLED, 30, True),
+    ("emergency_trim", 35, True),
+    (sc.STAGE_SENT, 40, True),
+)
+NOW = 1_000.0
+TOLERANCES = Tolerances(incomplete_after_s=100.0)
+
+
+@st.composite
+def measurements(draw: st.DrawFn) -> Measurement:
+    stage, order, in_request = draw(st.sampled_from(STAGES))
+    items = draw(st.none() | st.integers(0, 4))
+    ids = None if items is None else tuple(f"id{i}" for i in range(items))
+    return Measurement(
+        trace_id=draw(st.sampled_from(TRACES)),
+        tool_call_id=draw(st.sampled_from(CALLS)),
+        stage=stage,
+        order=order,
+        chars=draw(st.sampled_from((0, 40, 400, 1000))),
+        request_id=draw(st.sampled_from(REQUESTS)) if in_request else None,
+        tool_name=draw(st.sampled_from((None, "search", "grep"))),
+        step=draw(st.none() | st.integers(0, 4)),
+        tokens=draw(st.none() | st.sampled_from((10, 100, 250))),
+        tokenizer="cl100k_base",
+        items=items,
+        item_ids=ids if draw(st.booleans()) else None,
+        sha256=draw(st.none() | st.sampled_from(("d1", "d2"))),
+        declared=draw(st.booleans()),
+        marker=draw(st.booleans()),
+        observed_at=draw(st.sampled_from((850.0, 899.0, 950.0, 990.0))),
+        span_id=draw(st.sampled_from(("0" * 16, "1" * 16, "f" * 16))),
+    )
+
+
+@st.composite
+def manifests(draw: st.DrawFn) -> Manifest:
+    listed = st.lists(st.sampled_from(CALLS), unique=True, max_size=4).map(tuple)
+    return Manifest(
+        trace_id=draw(st.sampled_from(TRACES)),
+        request_id=draw(st.sampled_from(REQUESTS)),
+        step=draw(st.none() | st.integers(0, 5)),
+        tool_call_ids=draw(listed),
+        tool_calls=draw(st.none() | listed),
+        observed_at=draw(st.sampled_from((900.0, 960.0))),
+        span_id=draw(st.sampled_from(("2" * 16, "3" * 16))),
+    )
+
+
+@st.composite
+def batched_traces(draw: st.DrawFn) -> list[tuple[list[Measurement], list[Manifest]]]:
+    spans: list[Measurement | Manifest] = draw(
+        st.lists(measurements() | manifests(), min_size=1, max_size=40)
+    )
+    # Replays: some spans again, unchanged, anywhere in the stream.
+    spans += draw(st.lists(st.sampled_from(spans), max_size=6))
+    order = draw(st.permutations(range(len(spans))))
+    cuts = sorted(draw(st.lists(st.integers(0, len(spans)), max_size=8)))
+    batches = []
+    start = 0
+    for cut in [*cuts, len(spans)]:
+        chunk = [spans[i] for i in order[start:cut]]
+        start = max(start, cut)
+        batches.append(
+            (
+                [s for s in chunk if isinstance(s, Measurement)],
+                [s for s in chunk if isinstance(s, Manifest)],
+            )
+        )
+    return batches
+
+
+def whole_set_reports(
+    batches: list[tuple[list[Measurement], list[Manifest]]], now: float = NOW
+) -> dict[tuple[str, str, str | None], Report]:
+    by_trace: dict[str, tuple[list[Measurement], list[Manifest]]] = defaultdict(
+        lambda: ([], [])
+    )
+    for ms, mans in batches:
+        for m in ms:
+            by_trace[m.trace_id][0].append(m)
+        for man in mans:
+            by_trace[man.trace_id][1].append(man)
+    reports: dict[tuple[str, str, str | None], Report] = {}
+    for ms, mans in by_trace.values():
+        for report in judge_trace(ms, mans, tolerances=TOLERANCES, now=now):
+            reports[report.key] = report
+    return reports
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(batched_traces())
+def test_incremental_reports_equal_judging_the_whole_set(batches):
+    state = MemoryTraceState(TOLERANCES)
+    for ms, mans in batches:
+        state.ingest(ms, mans, now=NOW)
+    assert state.reports == whole_set_reports(batches)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(batched_traces(), st.lists(st.floats(900, 1100), min_size=1, max_size=9))
+def test_batches_judged_as_time_passes_then_swept_equal_the_whole_set_now(batches, times):
+    """Journeys waiting for later stages become incomplete by the sweep alone."""
+    state = MemoryTraceState(TOLERANCES)
+    clock = sorted(times)
+    for index, (ms, mans) in enumerate(batches):
+        state.ingest(ms, mans, now=clock[min(index, len(clock) - 1)])
+    final = clock[-1] + 150.0
+    state.sweep(final)
+    assert state.reports == whole_set_reports(batches, now=final)
+
+
+def test_a_late_original_stage_rejudges_every_journey_of_its_call():
+    trace = TRACES[0]
+    sent = [
+        Measurement(trace, "call_0", sc.STAGE_SENT, 40, chars=100, request_id=r, step=2)
+        for r in ("req_1", "req_2")
+    ]
+    state = MemoryTraceState(TOLERANCES)
+    state.ingest(sent, now=NOW)
+    assert {r.verdict for r in state.reports.values()} == {sc.VERDICT_INTACT}
+    original = Measurement(trace, "call_0", sc.STAGE_ORIGINAL, 10, chars=900, step=1)
+    state.ingest([original], now=NOW)
+    assert {k[2]: r.verdict for k, r in state.reports.items()} == {
+        "req_1": sc.VERDICT_SILENT,
+        "req_2": sc.VERDICT_SILENT,
+    }
+
+
+def test_a_manifest_of_a_nearer_step_moves_the_drop_to_it():
+    trace = TRACES[0]
+    state = MemoryTraceState(TOLERANCES)
+    original = Measurement(trace, "call_0", sc.STAGE_ORIGINAL, 10, chars=100, step=1)
+    state.ingest([original], now=NOW)
+    assert set(state.reports) == {(trace, "call_0", None)}
+    later = Manifest(trace, "req_3", step=3, tool_call_ids=())
+    state.ingest(manifests=[later], now=NOW)
+    assert {k: r.verdict for k, r in state.reports.items()} == {
+        (trace, "call_0", "req_3"): sc.VERDICT_DROPPED
+    }
+    nearer = Manifest(trace, "req_2", step=2, tool_call_ids=())
+    state.ingest(manifests=[nearer], now=NOW)
+    assert {k: r.verdict for k, r in state.reports.items()} == {
+        (trace, "call_0", "req_2"): sc.VERDICT_DROPPED
+    }
+    expected = judge_trace([original], [later, nearer], tolerances=TOLERANCES, now=NOW)
+    assert state.reports == {r.key: r for r in expected}
