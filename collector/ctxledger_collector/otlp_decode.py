@@ -240,7 +240,8 @@ def _classify(span: RawSpan, batch: DecodedBatch) -> None:
         reason = f"span id must be 8 bytes, got {len(span.span_id) // 2}"
         batch.rejected.append(Rejection(span.trace_id, span.span_id, reason))
         return
-    observed_at = span.end_time_unix_nano / 1e9
+    # Whole microseconds: the resolution the duplicate rule and the database compare at.
+    observed_at = (span.end_time_unix_nano // 1000) / 1e6
     try:
         if is_measurement(attrs):
             measurement = measurement_from_attributes(

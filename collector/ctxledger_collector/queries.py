@@ -5,15 +5,14 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlencode
 
-from sqlalchemy import Select, func, select
+from sqlalchemy import ColumnElement, Select, func, select
 from sqlalchemy.orm import Session
 
-from ctxledger import semconv as sc
 from ctxledger.verdicts import worst
-from ctxledger_collector.records import record_to_manifest
-from ctxledger_collector.tables import MANIFESTS, REPORTS, RUNS, ManifestRow, ReportRow, RunRow
+from ctxledger_collector.report_documents import REPORT_FIELDS, links, report_documents
+from ctxledger_collector.stored_records import loads
+from ctxledger_collector.tables import MANIFESTS, REPORTS, RUNS
 
 
 @dataclass(frozen=True)
@@ -33,60 +32,24 @@ class Page:
     offset: int = 0
 
 
-def links(
-    dashboard_url: str | None,
-    trace_id: str,
-    step: int | None = None,
-    tool_call_id: str | None = None,
-) -> dict[str, str]:
-    """Deep links for a run, step or journey: the API's own and the dashboard's."""
-    out = {"run": f"/api/v1/runs/{trace_id}"}
-    if dashboard_url:
-        query: dict[str, str] = {"trace_id": trace_id}
-        if step is not None:
-            query["step"] = str(step)
-        if tool_call_id:
-            query["tool_call_id"] = tool_call_id
-        out["dashboard"] = f"{dashboard_url.rstrip('/')}/run?{urlencode(query)}"
-    return out
+def report_columns() -> list[ColumnElement[Any]]:
+    return [*(REPORTS.c[name] for name in REPORT_FIELDS), RUNS.c.trace_id]
 
 
-def report_json(row: ReportRow, dashboard_url: str | None) -> dict[str, Any]:
-    detail = row.detail
-    return {
-        "trace_id": row.trace_id,
-        "tool_call_id": row.tool_call_id,
-        "tool_name": row.tool_name,
-        "request_id": row.request_key or None,
-        "agent_name": row.agent_name,
-        "step": row.step,
-        "verdict": row.verdict,
-        "settled": row.settled,
-        "lost_items": row.lost_items,
-        "lost_item_ids": detail.get("lost_item_ids", []),
-        "lost_fields": detail.get("lost_fields", []),
-        "lost_chars": row.lost_chars,
-        "lost_tokens": row.lost_tokens,
-        "lost_priority_items": detail.get("lost_priority_items", 0),
-        "notes": detail.get("notes", []),
-        "stages": detail.get("stages", []),
-        "transitions": detail.get("transitions", []),
-        "last_observed_at": row.last_observed_at,
-        "judged_at": row.judged_at,
-        "links": links(dashboard_url, row.trace_id, row.step, row.tool_call_id),
-    }
+def with_runs(query: Select[Any]) -> Select[Any]:
+    return query.join_from(REPORTS, RUNS, RUNS.c.id == REPORTS.c.run_id)
 
 
 def filtered(query: Select[Any], f: ReportFilter) -> Select[Any]:
+    """``query`` (over reports joined with runs) narrowed by ``f``."""
     if f.trace_id:
-        query = query.where(REPORTS.c.trace_id == f.trace_id)
+        query = query.where(RUNS.c.trace_id == f.trace_id)
     if f.verdicts:
         query = query.where(REPORTS.c.verdict.in_(f.verdicts))
     if f.agent:
         # The contract names the agent by gen_ai.agent.name, else service.name: match
         # either, as /api/v1/runs does.
-        of_service = select(RUNS.c.trace_id).where(RUNS.c.service_name == f.agent)
-        query = query.where((REPORTS.c.agent_name == f.agent) | REPORTS.c.trace_id.in_(of_service))
+        query = query.where((REPORTS.c.agent_name == f.agent) | (RUNS.c.service_name == f.agent))
     if f.tool:
         query = query.where(REPORTS.c.tool_name == f.tool)
     if f.tool_call_id:
@@ -98,44 +61,53 @@ def filtered(query: Select[Any], f: ReportFilter) -> Select[Any]:
     return query
 
 
+def documents(
+    session: Session, query: Select[Any], dashboard_url: str | None
+) -> list[dict[str, Any]]:
+    """The reports ``query`` (of :func:`report_columns`) selects, as the API shows them."""
+    rows = [dict(row) for row in session.execute(query).mappings()]
+    trace_ids = {row["run_id"]: row["trace_id"] for row in rows}
+    return report_documents(session.connection(), rows, trace_ids, dashboard_url)
+
+
 def list_reports(
     session: Session, f: ReportFilter, page: Page, dashboard_url: str | None
 ) -> dict[str, Any]:
-    total = session.scalar(filtered(select(func.count()).select_from(ReportRow), f)) or 0
-    query = filtered(select(ReportRow), f)
+    total = session.scalar(filtered(with_runs(select(func.count())), f)) or 0
+    query = filtered(with_runs(select(*report_columns())), f)
     if f.trace_id:  # one run: in pipeline order
         query = query.order_by(REPORTS.c.step, REPORTS.c.request_key, REPORTS.c.tool_call_id)
     else:  # most recent first
         query = query.order_by(
             REPORTS.c.last_observed_at.desc(),
-            REPORTS.c.trace_id,
+            REPORTS.c.run_id,
             REPORTS.c.tool_call_id,
             REPORTS.c.request_key,
         )
-    rows = session.scalars(query.offset(page.offset).limit(page.limit)).all()
-    next_offset = page.offset + len(rows)
+    reports = documents(session, query.offset(page.offset).limit(page.limit), dashboard_url)
+    next_offset = page.offset + len(reports)
     return {
-        "reports": [report_json(row, dashboard_url) for row in rows],
+        "reports": reports,
         "total": total,
         "next_offset": next_offset if next_offset < total else None,
     }
 
 
-def _verdict_counts(session: Session, trace_ids: list[str]) -> dict[str, dict[str, int]]:
-    counts: dict[str, dict[str, int]] = defaultdict(dict)
-    if not trace_ids:
+def _verdict_counts(session: Session, run_ids: list[int]) -> dict[int, dict[str, int]]:
+    counts: dict[int, dict[str, int]] = defaultdict(dict)
+    if not run_ids:
         return counts
     rows = session.execute(
-        select(REPORTS.c.trace_id, REPORTS.c.verdict, func.count())
-        .where(REPORTS.c.trace_id.in_(trace_ids))
-        .group_by(REPORTS.c.trace_id, REPORTS.c.verdict)
+        select(REPORTS.c.run_id, REPORTS.c.verdict, func.count())
+        .where(REPORTS.c.run_id.in_(run_ids))
+        .group_by(REPORTS.c.run_id, REPORTS.c.verdict)
     )
-    for trace_id, verdict, count in rows:
-        counts[trace_id][verdict] = count
+    for run_id, verdict, count in rows:
+        counts[run_id][verdict] = count
     return counts
 
 
-def _run_json(run: RunRow, verdicts: dict[str, int], dashboard_url: str | None) -> dict[str, Any]:
+def _run_json(run: Any, verdicts: dict[str, int], dashboard_url: str | None) -> dict[str, Any]:
     return {
         "trace_id": run.trace_id,
         "service_name": run.service_name,
@@ -158,35 +130,35 @@ def list_runs(
     since: float | None = None,
     until: float | None = None,
 ) -> dict[str, Any]:
-    query = select(RunRow)
+    query = select(RUNS)
     if agent:
         query = query.where((RUNS.c.agent_name == agent) | (RUNS.c.service_name == agent))
     if verdict:
-        with_verdict = select(REPORTS.c.trace_id).where(REPORTS.c.verdict == verdict)
-        query = query.where(RUNS.c.trace_id.in_(with_verdict))
+        with_verdict = select(REPORTS.c.run_id).where(REPORTS.c.verdict == verdict)
+        query = query.where(RUNS.c.id.in_(with_verdict))
     if since is not None:
         query = query.where(RUNS.c.last_seen >= since)
     if until is not None:
         query = query.where(RUNS.c.last_seen < until)
     total = session.scalar(select(func.count()).select_from(query.subquery())) or 0
-    runs = session.scalars(
+    runs = session.execute(
         query.order_by(RUNS.c.last_seen.desc(), RUNS.c.trace_id)
         .offset(page.offset)
         .limit(page.limit)
     ).all()
-    counts = _verdict_counts(session, [r.trace_id for r in runs])
+    counts = _verdict_counts(session, [r.id for r in runs])
     next_offset = page.offset + len(runs)
     return {
-        "runs": [_run_json(r, counts.get(r.trace_id, {}), dashboard_url) for r in runs],
+        "runs": [_run_json(r, counts.get(r.id, {}), dashboard_url) for r in runs],
         "total": total,
         "next_offset": next_offset if next_offset < total else None,
     }
 
 
-def _manifest_json(row: ManifestRow) -> dict[str, Any]:
-    manifest = record_to_manifest(row.record)
-    calls = set(manifest.tool_calls or ())
-    results = set(manifest.tool_call_ids)
+def _manifest_json(row: Any) -> dict[str, Any]:
+    tool_call_ids = loads(row.tool_call_ids) or []
+    tool_calls = loads(row.tool_calls)
+    calls, results = set(tool_calls or ()), set(tool_call_ids)
     window_used = (
         round(row.tokens / row.context_window, 4) if row.tokens and row.context_window else None
     )
@@ -195,29 +167,31 @@ def _manifest_json(row: ManifestRow) -> dict[str, Any]:
         "step": row.step,
         "model": row.model,
         "tokens": row.tokens,
-        "tokenizer": row.attributes.get(sc.TOKENIZER),
+        "tokenizer": row.tokenizer,
         "context_window": row.context_window,
         "window_used": window_used,
-        "tool_call_ids": list(manifest.tool_call_ids),
-        "tool_calls": list(manifest.tool_calls) if manifest.tool_calls is not None else None,
+        "tool_call_ids": tool_call_ids,
+        "tool_calls": tool_calls,
         "calls_without_result": sorted(calls - results),
-        "results_without_call": sorted(results - calls) if manifest.tool_calls is not None else [],
-        "sdk_dropped_spans": manifest.sdk_dropped_spans,
-        "observed_at": row.observed_at,
+        "results_without_call": sorted(results - calls) if tool_calls is not None else [],
+        "sdk_dropped_spans": row.sdk_dropped_spans,
+        "observed_at": row.observed_us / 1_000_000,
     }
 
 
 def run_detail(session: Session, trace_id: str, dashboard_url: str | None) -> dict[str, Any] | None:
     """One run's steps in order, each with its requests, manifests and journeys."""
-    run = session.get(RunRow, trace_id)
+    run = session.execute(select(RUNS).where(RUNS.c.trace_id == trace_id)).first()
     if run is None:
         return None
-    reports = session.scalars(
-        select(ReportRow)
-        .where(REPORTS.c.trace_id == trace_id)
-        .order_by(REPORTS.c.step, REPORTS.c.tool_call_id)
-    ).all()
-    manifests = session.scalars(select(ManifestRow).where(MANIFESTS.c.trace_id == trace_id)).all()
+    reports = documents(
+        session,
+        with_runs(select(*report_columns()))
+        .where(REPORTS.c.run_id == run.id)
+        .order_by(REPORTS.c.step, REPORTS.c.tool_call_id),
+        dashboard_url,
+    )
+    manifests = session.execute(select(MANIFESTS).where(MANIFESTS.c.run_id == run.id)).all()
     steps: dict[int | None, dict[str, dict[str, Any]]] = defaultdict(dict)
     for manifest in manifests:
         steps[manifest.step][manifest.request_id] = {
@@ -226,15 +200,15 @@ def run_detail(session: Session, trace_id: str, dashboard_url: str | None) -> di
             "journeys": [],
         }
     for report in reports:
-        requests = steps[report.step]
+        requests = steps[report["step"]]
         request = requests.setdefault(
-            report.request_key,
-            {"request_id": report.request_key or None, "manifest": None, "journeys": []},
+            report["request_id"] or "",
+            {"request_id": report["request_id"], "manifest": None, "journeys": []},
         )
-        request["journeys"].append(report_json(report, dashboard_url))
+        request["journeys"].append(report)
     counts: dict[str, int] = defaultdict(int)
     for report in reports:
-        counts[report.verdict] += 1
+        counts[report["verdict"]] += 1
     ordered = sorted(steps.items(), key=lambda kv: (kv[0] is None, kv[0] or 0))
     return {
         **_run_json(run, dict(counts), dashboard_url),

@@ -4,39 +4,43 @@ The one module that maps a decoded span or a report to the row it is stored as, 
 only one that knows how wide a column is: the widths are read from the table
 definitions, so a migration that widens a column widens the check with it. A span whose
 identifiers the database cannot hold is rejected alone, with a reason, before any
-transaction starts; values that go into JSON columns are made JSON-safe instead.
+transaction starts; values that go into JSON text columns are made JSON-safe instead.
+Rows are tuples in the tables' column order (``*_COLUMNS``), ready for ``executemany``.
 """
 
 from __future__ import annotations
 
 import base64
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from operator import itemgetter
-from typing import Any, TypeVar
+from typing import Any
 
+import orjson
 from sqlalchemy import Column
 
 from ctxledger import semconv as sc
-from ctxledger.verdicts import Manifest, Measurement, Report, preferred_copy_key
+from ctxledger.verdicts import Manifest, Measurement, Report
+from ctxledger.verdicts.duplicates import (
+    content_digest,
+    observed_microseconds,
+    span_number,
+)
+from ctxledger.wire import MANIFEST_ATTRIBUTES, MEASUREMENT_ATTRIBUTES
 from ctxledger_collector.otlp_decode import (
     DecodedBatch,
     DecodedManifest,
     DecodedMeasurement,
     Rejection,
 )
-from ctxledger_collector.records import manifest_to_record, measurement_to_record, report_detail
 from ctxledger_collector.tables import (
     ALERT_EVENTS,
+    CALLS,
     MANIFESTS,
     MEASUREMENTS,
     REPORTS,
     RUNS,
-    ManifestValues,
-    MeasurementValues,
-    ReportValues,
-    RunValues,
 )
 
 # --- column limits -----------------------------------------------------------------------
@@ -166,7 +170,7 @@ def fit_to_columns(batch: DecodedBatch) -> DecodedBatch:
     return fitted
 
 
-# --- JSON columns ------------------------------------------------------------------------
+# --- JSON text columns -------------------------------------------------------------------
 
 
 def _json_value(value: Any) -> Any:
@@ -176,7 +180,7 @@ def _json_value(value: Any) -> Any:
         return repr(value)  # JSON has no NaN or Infinity
     if isinstance(value, str):
         return value.replace("\x00", "\ufffd")
-    if isinstance(value, list):
+    if isinstance(value, (list, tuple)):
         return [_json_value(v) for v in value]
     if isinstance(value, dict):
         return {str(k): _json_value(v) for k, v in value.items()}
@@ -189,103 +193,212 @@ def json_safe(attributes: Mapping[str, Any]) -> dict[str, Any]:
     return {key: _json_value(value) for key, value in attributes.items()}
 
 
+def json_text(value: Any) -> str | None:
+    """A list or document as JSON text for a text column; None stays NULL."""
+    if value is None:
+        return None
+    try:
+        text: str = orjson.dumps(value).decode()
+    except TypeError:  # bytes, NaN, NUL, or an int past 64 bits somewhere inside
+        text = orjson.dumps(_json_value(value)).decode()
+    return text
+
+
+def extra_text(attributes: Mapping[str, Any], known: frozenset[str]) -> str | None:
+    """The attributes outside the contract, kept as received (NULL when there are none)."""
+    extra = {k: v for k, v in attributes.items() if k not in known}
+    return json_text(json_safe(extra)) if extra else None
+
+
+def digest_number(digest: str | None) -> int | None:
+    """A content digest as the signed 64-bit prefix the database keeps (equal digests
+    give equal numbers; that is all the rules ask of them)."""
+    if digest is None:
+        return None
+    return span_number(digest[:16] if len(digest) == 64 else digest)
+
+
 # --- rows: records and reports as the values of an INSERT -------------------------------
 
 
-def measurement_row(item: DecodedMeasurement) -> MeasurementValues:
+def _columns(table: Any) -> tuple[str, ...]:
+    return tuple(column.name for column in table.columns)
+
+
+RUN_COLUMNS = ("trace_id", "service_name", "agent_name", "first_seen", "last_seen")
+MEASUREMENT_COLUMNS = _columns(MEASUREMENTS)
+MANIFEST_COLUMNS = _columns(MANIFESTS)
+CALL_COLUMNS = _columns(CALLS)
+REPORT_COLUMNS = _columns(REPORTS)
+#: Natural keys: what each upsert resolves its conflicts on.
+MEASUREMENT_KEY = ("run_id", "tool_call_id", "request_key", "stage")
+MANIFEST_KEY = ("run_id", "request_id")
+CALL_KEY = ("run_id", "tool_call_id")
+REPORT_KEY = ("run_id", "tool_call_id", "request_key")
+#: The duplicate rule's triple (ctxledger.verdicts.duplicates), as columns.
+COPY_KEY = ("observed_us", "span_number", "copy_digest")
+
+
+def measurement_row(item: DecodedMeasurement, run_id: int) -> tuple[Any, ...]:
     m = item.measurement
-    return MeasurementValues(
-        trace_id=m.trace_id,
-        tool_call_id=m.tool_call_id,
-        request_key=m.request_id or "",
-        stage=m.stage,
-        stage_order=m.order,
-        tool_name=m.tool_name,
-        step=m.step,
-        span_id=m.span_id,
-        observed_at=m.observed_at,
-        pick_key=preferred_copy_key(m),
-        dropped_attributes=m.dropped_attributes,
-        record=measurement_to_record(m),
-        attributes=json_safe(item.attributes),
+    return (
+        run_id,
+        m.tool_call_id,
+        m.request_id or "",
+        m.stage,
+        m.order,
+        m.tool_name,
+        m.agent_name,
+        m.step,
+        span_number(m.span_id),
+        observed_microseconds(m.observed_at),
+        content_digest(m),
+        m.dropped_attributes,
+        m.chars,
+        m.bytes,
+        m.tokens,
+        m.tokenizer,
+        m.tokens_estimated,
+        m.canonical_chars,
+        m.items,
+        json_text(m.item_ids),
+        m.ids_complete,
+        json_text(m.fields),
+        m.fields_complete,
+        m.priority_items,
+        digest_number(m.sha256),
+        digest_number(m.canonical_sha256),
+        m.json_valid,
+        m.declared,
+        m.strategy,
+        m.marker,
+        json_text(m.markers_found) if m.markers_found else None,
+        m.ref,
+        extra_text(item.attributes, MEASUREMENT_ATTRIBUTES),
     )
 
 
-def manifest_row(item: DecodedManifest) -> ManifestValues:
+def manifest_row(item: DecodedManifest, run_id: int) -> tuple[Any, ...]:
     man = item.manifest
-    return ManifestValues(
-        trace_id=man.trace_id,
-        request_id=man.request_id,
-        step=man.step,
-        model=man.model,
-        tokens=man.tokens,
-        context_window=man.context_window,
-        span_id=man.span_id,
-        observed_at=man.observed_at,
-        pick_key=preferred_copy_key(man),
-        record=manifest_to_record(man),
-        attributes=json_safe(item.attributes),
+    return (
+        run_id,
+        man.request_id,
+        man.step,
+        man.model,
+        man.agent_name,
+        man.tokens,
+        man.tokenizer,
+        man.context_window,
+        man.sdk_dropped_spans,
+        json_text(man.tool_call_ids),
+        json_text(man.tool_calls),
+        span_number(man.span_id),
+        observed_microseconds(man.observed_at),
+        content_digest(man),
+        extra_text(item.attributes, MANIFEST_ATTRIBUTES),
     )
 
 
-Row = TypeVar("Row", MeasurementValues, ManifestValues)
+def _copy_key_of(columns: tuple[str, ...]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
+    return itemgetter(*(columns.index(name) for name in COPY_KEY))
 
 
-def preferred_rows(rows: Iterable[Row], key: tuple[str, ...]) -> list[Row]:
-    """One row per key: the preferred copy, as the upsert keeps it against stored rows."""
-    key_of = itemgetter(*key)
-    kept: dict[Any, Row] = {}
+MEASUREMENT_COPY_KEY = _copy_key_of(MEASUREMENT_COLUMNS)
+MANIFEST_COPY_KEY = _copy_key_of(MANIFEST_COLUMNS)
+
+
+def preferred_rows(
+    rows: Iterable[tuple[Any, ...]],
+    key_width: int,
+    copy_key: Callable[[tuple[Any, ...]], tuple[Any, ...]],
+) -> list[tuple[Any, ...]]:
+    """One row per key (its first ``key_width`` values): the copy the duplicate rule
+    prefers, as the upsert keeps it against stored rows."""
+    kept: dict[tuple[Any, ...], tuple[Any, ...]] = {}
     for row in rows:
-        key_value = key_of(row)
-        held = kept.setdefault(key_value, row)
-        if row["pick_key"] > held["pick_key"]:
-            kept[key_value] = row
+        held = kept.setdefault(row[:key_width], row)
+        if row is not held and copy_key(row) > copy_key(held):
+            kept[row[:key_width]] = row
     return list(kept.values())
 
 
-def run_rows(batch: DecodedBatch) -> list[RunValues]:
-    """One row per trace: when the batch saw it first and last, and who ran it."""
-    runs: dict[str, RunValues] = {}
+@dataclass
+class RunSighting:
+    """One trace as a batch saw it: when first and last, and who ran it."""
+
+    trace_id: str
+    service_name: str | None
+    agent_name: str | None
+    first_seen: float
+    last_seen: float
+
+    def values(self) -> tuple[Any, ...]:
+        return (self.trace_id, self.service_name, self.agent_name, self.first_seen, self.last_seen)
+
+
+def run_sightings(batch: DecodedBatch) -> dict[str, RunSighting]:
+    """Per trace of the batch: when it was seen first and last, and who ran it."""
+    runs: dict[str, RunSighting] = {}
     seen = [(i.measurement, i.service_name) for i in batch.measurements] + [
         (i.manifest, i.service_name) for i in batch.manifests
     ]
     for record, service in seen:
         at = record.observed_at
-        run = runs.setdefault(
-            record.trace_id,
-            RunValues(
-                trace_id=record.trace_id,
-                service_name=service,
-                agent_name=record.agent_name,
-                first_seen=at,
-                last_seen=at,
-            ),
-        )
-        run["first_seen"] = min(run["first_seen"], at)
-        run["last_seen"] = max(run["last_seen"], at)
-        run["service_name"] = run["service_name"] or service
-        run["agent_name"] = run["agent_name"] or record.agent_name
-    return list(runs.values())
+        run = runs.get(record.trace_id)
+        if run is None:
+            runs[record.trace_id] = RunSighting(record.trace_id, service, record.agent_name, at, at)
+            continue
+        run.first_seen = min(run.first_seen, at)
+        run.last_seen = max(run.last_seen, at)
+        run.service_name = run.service_name or service
+        run.agent_name = run.agent_name or record.agent_name
+    return runs
 
 
-def report_row(report: Report, manifest_times: Mapping[str, float], now: float) -> ReportValues:
-    """A judged journey; ``manifest_times`` are when each request's manifest arrived."""
+def _lossy_transitions(report: Report) -> list[dict[str, Any]] | None:
+    lossy = [
+        {
+            "from_stage": t.from_stage,
+            "to_stage": t.to_stage,
+            "verdict": t.verdict,
+            "lost_items": t.lost_items,
+            "lost_item_ids": list(t.lost_item_ids),
+            "lost_fields": list(t.lost_fields),
+            "lost_chars": t.lost_chars,
+            "lost_tokens": t.lost_tokens,
+            "lost_priority_items": t.lost_priority_items,
+            "reasons": list(t.reasons),
+        }
+        for t in report.transitions
+        if t.lost or t.reasons
+    ]
+    return lossy or None
+
+
+def report_row(
+    report: Report, run_id: int, manifest_time: float | None, now: float
+) -> tuple[Any, ...]:
+    """A judged journey; ``manifest_time`` is when its request's manifest arrived."""
     observed = [m.observed_at for m in report.stages]
-    if report.request_id is not None and report.request_id in manifest_times:
-        observed.append(manifest_times[report.request_id])
-    return ReportValues(
-        trace_id=report.trace_id,
-        tool_call_id=report.tool_call_id,
-        request_key=report.request_id or "",
-        verdict=report.verdict,
-        tool_name=report.tool_name,
-        agent_name=report.agent_name,
-        step=report.step,
-        settled=report.settled,
-        lost_items=report.lost_items,
-        lost_chars=report.lost_chars,
-        lost_tokens=report.lost_tokens,
-        last_observed_at=max(observed, default=now),
-        judged_at=now,
-        detail=report_detail(report),
+    if manifest_time is not None:
+        observed.append(manifest_time)
+    return (
+        run_id,
+        report.tool_call_id,
+        report.request_id or "",
+        report.verdict,
+        report.tool_name,
+        report.agent_name,
+        report.step,
+        report.settled,
+        report.lost_items,
+        report.lost_chars,
+        report.lost_tokens,
+        report.lost_priority_items,
+        max(observed, default=now),
+        now,
+        json_text(report.lost_item_ids) if report.lost_item_ids else None,
+        json_text(report.lost_fields) if report.lost_fields else None,
+        json_text(report.notes) if report.notes else None,
+        json_text(_lossy_transitions(report)),
     )

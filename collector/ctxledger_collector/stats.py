@@ -11,8 +11,15 @@ from sqlalchemy.orm import Session
 
 from ctxledger import semconv as sc
 from ctxledger.verdicts import LOSING_VERDICTS
-from ctxledger_collector.queries import ReportFilter, filtered, report_json
-from ctxledger_collector.tables import REPORTS, ReportRow
+from ctxledger_collector.queries import (
+    ReportFilter,
+    documents,
+    filtered,
+    report_columns,
+    with_runs,
+)
+from ctxledger_collector.stored_records import loads
+from ctxledger_collector.tables import REPORTS
 
 _TOOL_SAMPLE = 10_000
 
@@ -29,7 +36,11 @@ def timeline(session: Session, f: ReportFilter, buckets: int) -> dict[str, Any]:
     if since is None or until is None:
         bounds = session.execute(
             filtered(
-                select(func.min(REPORTS.c.last_observed_at), func.max(REPORTS.c.last_observed_at)),
+                with_runs(
+                    select(
+                        func.min(REPORTS.c.last_observed_at), func.max(REPORTS.c.last_observed_at)
+                    )
+                ),
                 f,
             )
         ).one()
@@ -41,7 +52,9 @@ def timeline(session: Session, f: ReportFilter, buckets: int) -> dict[str, Any]:
     dialect = session.get_bind().dialect.name
     start = _bucket_start(width, dialect).label("start")
     query = filtered(
-        select(start, REPORTS.c.verdict, func.count()).group_by(start, REPORTS.c.verdict),
+        with_runs(select(start, REPORTS.c.verdict, func.count())).group_by(
+            start, REPORTS.c.verdict
+        ),
         ReportFilter(**{**vars(f), "since": since, "until": until}),
     )
     points = [
@@ -56,12 +69,14 @@ def breakdown(session: Session, f: ReportFilter, by: str, limit: int) -> dict[st
     """Per tool (or agent): journeys by verdict and what was lost, worst first."""
     column = REPORTS.c.tool_name if by == "tool" else REPORTS.c.agent_name
     query = filtered(
-        select(
-            column,
-            REPORTS.c.verdict,
-            func.count(),
-            func.sum(REPORTS.c.lost_items),
-            func.sum(REPORTS.c.lost_tokens),
+        with_runs(
+            select(
+                column,
+                REPORTS.c.verdict,
+                func.count(),
+                func.sum(REPORTS.c.lost_items),
+                func.sum(REPORTS.c.lost_tokens),
+            )
         ).group_by(column, REPORTS.c.verdict),
         f,
     )
@@ -96,8 +111,19 @@ def tool_profile(
 ) -> dict[str, Any] | None:
     """One tool across runs: how often and how much it loses, and at which stage."""
     scoped = ReportFilter(**{**vars(f), "tool": tool})
-    rows = session.scalars(
-        filtered(select(ReportRow), scoped)
+    rows = session.execute(
+        filtered(
+            with_runs(
+                select(
+                    REPORTS.c.verdict,
+                    REPORTS.c.agent_name,
+                    REPORTS.c.lost_items,
+                    REPORTS.c.lost_tokens,
+                    REPORTS.c.transitions,
+                )
+            ),
+            scoped,
+        )
         .order_by(REPORTS.c.last_observed_at.desc())
         .limit(_TOOL_SAMPLE)
     ).all()
@@ -109,7 +135,7 @@ def tool_profile(
     for row in rows:
         verdicts[row.verdict] += 1
         agents[row.agent_name or "?"] += 1
-        for transition in row.detail.get("transitions", []):
+        for transition in loads(row.transitions) or []:
             if transition["verdict"] == sc.VERDICT_INTACT:
                 continue
             stage = by_stage.setdefault(
@@ -143,7 +169,14 @@ def tool_profile(
             stage["verdicts"][row.verdict] += 1
             stage["lost_items"] += row.lost_items
             stage["lost_tokens"] += row.lost_tokens
-    lossy = [r for r in rows if r.verdict != sc.VERDICT_INTACT][:recent]
+    lossy = documents(
+        session,
+        filtered(with_runs(select(*report_columns())), scoped)
+        .where(REPORTS.c.verdict != sc.VERDICT_INTACT)
+        .order_by(REPORTS.c.last_observed_at.desc())
+        .limit(recent),
+        dashboard_url,
+    )
     return {
         "tool": tool,
         "journeys": len(rows),
@@ -157,5 +190,5 @@ def tool_profile(
             {**stage, "verdicts": dict(stage["verdicts"])}
             for stage in sorted(by_stage.values(), key=lambda s: -s["losses"])
         ],
-        "recent_losses": [report_json(r, dashboard_url) for r in lossy],
+        "recent_losses": lossy,
     }

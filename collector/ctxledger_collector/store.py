@@ -1,5 +1,7 @@
-"""Writing: idempotent upserts of a decoded batch, then re-judging the journeys it
-touched, all in one transaction that commits before the exporter gets its answer.
+"""Writing: idempotent upserts of a decoded batch, then re-judging the journeys the batch
+can change (:mod:`ctxledger.verdicts.incremental`), all in one transaction that commits
+before the exporter gets its answer. What a batch reads and writes follows the batch,
+not the length of its runs.
 
 Concurrency: on PostgreSQL each touched trace is locked with a transaction-scoped
 advisory lock (in sorted order), so two collector processes judging the same trace
@@ -11,37 +13,40 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Engine, Table, delete, func, select, text, tuple_
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import Connection, Engine, text
 from sqlalchemy.exc import StatementError
 from sqlalchemy.orm import Session
 
-from ctxledger.verdicts import Report, Tolerances, judge_trace
+from ctxledger.verdicts import Report, Tolerances
+from ctxledger.verdicts.incremental import plan_rejudging, plan_sweep, rejudge
+from ctxledger.verdicts.journeys import CallJudgment
 from ctxledger_collector.alerts.events import AlertContext, record_events
 from ctxledger_collector.database import is_storage_outage
 from ctxledger_collector.otlp_decode import DecodedBatch, DecodedMeasurement, Rejection
-from ctxledger_collector.records import record_to_manifest, record_to_measurement
 from ctxledger_collector.rows import (
+    CALL_COLUMNS,
+    CALL_KEY,
+    MANIFEST_COLUMNS,
+    MANIFEST_COPY_KEY,
+    MANIFEST_KEY,
+    MEASUREMENT_COLUMNS,
+    MEASUREMENT_COPY_KEY,
+    MEASUREMENT_KEY,
+    REPORT_COLUMNS,
+    REPORT_KEY,
+    RunSighting,
     manifest_row,
     measurement_row,
     preferred_rows,
     report_row,
-    run_rows,
+    run_sightings,
 )
-from ctxledger_collector.tables import (
-    MANIFEST_KEY,
-    MANIFESTS,
-    MEASUREMENT_KEY,
-    MEASUREMENTS,
-    REPORT_KEY,
-    REPORTS,
-    RUNS,
-    RunValues,
-)
+from ctxledger_collector.statements import Statements, chunks
+from ctxledger_collector.trace_state import SqlTraceState
 
 
 @dataclass(frozen=True)
@@ -68,7 +73,7 @@ def _advisory_key(trace_id: str) -> int:
 
 
 class Store:
-    """The collector's writes. Thread-safe: every call opens its own session."""
+    """The collector's writes. Thread-safe: every call opens its own connection."""
 
     def __init__(
         self, engine: Engine, tolerances: Tolerances, alerts: AlertContext | None = None
@@ -77,76 +82,56 @@ class Store:
         self.tolerances = tolerances
         self.alerts = alerts
         self.dialect = engine.dialect.name
-
-    # --- upserts -------------------------------------------------------------------
-
-    def _upsert(
-        self,
-        session: Session,
-        table: Table,
-        rows: Sequence[Mapping[str, Any]],
-        keys: Sequence[str],
-        newer_wins: bool,
-    ) -> None:
-        """Insert ``rows``; on a key already stored, update it (only with a greater
-        ``pick_key`` when ``newer_wins``: the copy the verdicts' duplicate rule prefers)."""
-        if not rows:
-            return
-        insert = postgresql.insert if self.dialect == "postgresql" else sqlite.insert
-        stmt = insert(table)
-        updates = {
-            c.name: stmt.excluded[c.name]
-            for c in table.columns
-            if c.name not in keys and not c.primary_key
-        }
-        stmt = stmt.on_conflict_do_update(
-            index_elements=list(keys),
-            set_=updates,
-            where=(stmt.excluded.pick_key > table.c.pick_key) if newer_wins else None,
+        self.sql = Statements(self.dialect)
+        self._upsert_measurements = self.sql.upsert(
+            "measurements", MEASUREMENT_COLUMNS, MEASUREMENT_KEY, preferred=True
         )
-        # One compiled statement, many parameter sets: SQLAlchemy batches them
-        # ("insertmanyvalues") instead of compiling new SQL for every chunk.
-        session.execute(stmt, list(rows))
-
-    def _upsert_runs(self, session: Session, runs: Sequence[RunValues]) -> None:
-        if not runs:
-            return
-        table = RUNS
-        insert = postgresql.insert if self.dialect == "postgresql" else sqlite.insert
-        lowest = func.least if self.dialect == "postgresql" else func.min
-        highest = func.greatest if self.dialect == "postgresql" else func.max
-        stmt = insert(table).values(list(runs))
-        stmt = stmt.on_conflict_do_update(
-            index_elements=["trace_id"],
-            set_={
-                "first_seen": lowest(table.c.first_seen, stmt.excluded.first_seen),
-                "last_seen": highest(table.c.last_seen, stmt.excluded.last_seen),
-                "service_name": func.coalesce(stmt.excluded.service_name, table.c.service_name),
-                "agent_name": func.coalesce(stmt.excluded.agent_name, table.c.agent_name),
-            },
+        self._upsert_manifests = self.sql.upsert(
+            "manifests", MANIFEST_COLUMNS, MANIFEST_KEY, preferred=True
         )
-        session.execute(stmt)
+        self._upsert_calls = self.sql.upsert("calls", CALL_COLUMNS, CALL_KEY)
+        self._upsert_reports = self.sql.upsert("reports", REPORT_COLUMNS, REPORT_KEY)
+        self._delete_report = self.sql.delete_by_key("reports", REPORT_KEY)
 
     # --- ingest --------------------------------------------------------------------
 
     def ingest(self, batch: DecodedBatch, now: float | None = None) -> IngestOutcome:
-        """Store a batch and re-judge what it touched; commits before returning."""
+        """Store a batch and re-judge what it can change; commits before returning."""
         now = time.time() if now is None else now
-        measurements = preferred_rows(map(measurement_row, batch.measurements), MEASUREMENT_KEY)
-        manifests = preferred_rows(map(manifest_row, batch.manifests), MANIFEST_KEY)
-        outcome = IngestOutcome(len(measurements), len(manifests))
-        touched = _journeys_touched(batch)
-        if not touched:
+        runs = run_sightings(batch)
+        outcome = IngestOutcome()
+        if not runs:
             return outcome
-        with Session(self.engine) as session, session.begin():
-            self._lock_traces(session, touched)
-            self._upsert_runs(session, run_rows(batch))
-            self._upsert(session, MEASUREMENTS, measurements, MEASUREMENT_KEY, newer_wins=True)
-            self._upsert(session, MANIFESTS, manifests, MANIFEST_KEY, newer_wins=True)
-            for trace_id in sorted(touched):
-                self._rejudge(session, trace_id, touched[trace_id], now, outcome)
-            if self.alerts is not None:
-                outcome.alert_events = record_events(session, outcome.reports, self.alerts, now)
+        with self.engine.begin() as connection:
+            self._lock_traces(connection, runs)
+            run_ids = self._upsert_runs(connection, list(runs.values()))
+            state = SqlTraceState(connection, run_ids)
+            replaced = state.manifests(
+                {(i.manifest.trace_id, i.manifest.request_id) for i in batch.manifests}
+            )
+            measurements = preferred_rows(
+                (measurement_row(i, run_ids[i.measurement.trace_id]) for i in batch.measurements),
+                len(MEASUREMENT_KEY),
+                MEASUREMENT_COPY_KEY,
+            )
+            manifests = preferred_rows(
+                (manifest_row(i, run_ids[i.manifest.trace_id]) for i in batch.manifests),
+                len(MANIFEST_KEY),
+                MANIFEST_COPY_KEY,
+            )
+            self._many(connection, self._upsert_measurements, measurements)
+            self._many(connection, self._upsert_manifests, manifests)
+            outcome.measurements, outcome.manifests = len(measurements), len(manifests)
+            plan = plan_rejudging(
+                [i.measurement for i in batch.measurements],
+                [i.manifest for i in batch.manifests],
+                state,
+                replaced,
+            )
+            judgments = rejudge(plan, state, tolerances=self.tolerances, now=now)
+            self._write_judgments(connection, state, judgments, now, outcome)
+            self._write_call_steps(connection, state, judgments, plan.whole)
+            self._record_alerts(connection, outcome, now)
         return outcome
 
     def ingest_each(self, batch: DecodedBatch, now: float | None = None) -> list[Rejection]:
@@ -170,103 +155,114 @@ class Store:
                 )
         return rejected
 
-    def _lock_traces(self, session: Session, trace_ids: Iterable[str]) -> None:
+    def sweep_unsettled(self, now: float | None = None, limit: int = 5_000) -> IngestOutcome:
+        """Re-judge journeys still waiting for later stages once their grace period has
+        passed, so they become ``incomplete``: each journey alone, not its trace."""
+        now = time.time() if now is None else now
+        cutoff = now - self.tolerances.incomplete_after_s
+        mark = self.sql.mark
+        with self.engine.connect() as connection:
+            due = connection.exec_driver_sql(
+                "SELECT runs.trace_id, runs.id, reports.tool_call_id, reports.request_key "
+                "FROM reports JOIN runs ON runs.id = reports.run_id "
+                f"WHERE reports.settled = {mark} AND reports.last_observed_at <= {mark} "
+                f"ORDER BY reports.last_observed_at LIMIT {int(limit)}",
+                (False, cutoff),
+            ).fetchall()
+        outcome = IngestOutcome()
+        if not due:
+            return outcome
+        with self.engine.begin() as connection:
+            self._lock_traces(connection, {row[0] for row in due})
+            state = SqlTraceState(connection, {row[0]: row[1] for row in due})
+            plan = plan_sweep((row[0], row[2], row[3] or None) for row in due)
+            judgments = rejudge(plan, state, tolerances=self.tolerances, now=now)
+            self._write_judgments(connection, state, judgments, now, outcome)
+            self._record_alerts(connection, outcome, now)
+        return outcome
+
+    # --- writing -------------------------------------------------------------------
+
+    def _many(self, connection: Connection, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        if rows:
+            connection.exec_driver_sql(sql, list(rows))
+
+    def _lock_traces(self, connection: Connection, trace_ids: Iterable[str]) -> None:
         if self.dialect != "postgresql":
             return
         for trace_id in sorted(trace_ids):
-            session.execute(
+            connection.execute(
                 text("SELECT pg_advisory_xact_lock(:key)"), {"key": _advisory_key(trace_id)}
             )
 
-    # --- judging -------------------------------------------------------------------
+    def _upsert_runs(self, connection: Connection, runs: Sequence[RunSighting]) -> dict[str, int]:
+        """Each run's integer id, made on its first sighting."""
+        ids: dict[str, int] = {}
+        for chunk in chunks(sorted(runs, key=lambda r: r.trace_id)):
+            sql = self.sql.upsert_runs(len(chunk))
+            params = tuple(value for run in chunk for value in run.values())
+            for run_id, trace_id in connection.exec_driver_sql(sql, params):
+                ids[trace_id] = run_id
+        return ids
 
-    def _rejudge(
+    def _write_judgments(
         self,
-        session: Session,
-        trace_id: str,
-        call_ids: set[str] | None,
+        connection: Connection,
+        state: SqlTraceState,
+        judgments: Sequence[CallJudgment],
         now: float,
         outcome: IngestOutcome,
     ) -> None:
-        measurements = [
-            record_to_measurement(record)
-            for record in session.scalars(
-                select(MEASUREMENTS.c.record).where(MEASUREMENTS.c.trace_id == trace_id)
+        """Replace the reports each judgment considered, and note what changed."""
+        considered = {
+            (state.run_ids[j.trace_id], j.call_id, request_id or "")
+            for j in judgments
+            for request_id in j.considered
+        }
+        existing = {
+            (run_id, call_id, request_key): (verdict, lost_tokens)
+            for run_id, call_id, request_key, verdict, lost_tokens in state.rows_by_keys(
+                "reports",
+                ("run_id", "tool_call_id", "request_key", "verdict", "lost_tokens"),
+                REPORT_KEY,
+                considered,
             )
+        }
+        rows = []
+        written = set()
+        for judgment in judgments:
+            run_id = state.run_ids[judgment.trace_id]
+            for report in judgment.reports:
+                key = (run_id, report.tool_call_id, report.request_id or "")
+                manifest = state.manifests_read.get((report.trace_id, report.request_id or ""))
+                arrived = manifest.observed_at if manifest is not None else None
+                rows.append(report_row(report, run_id, arrived, now))
+                written.add(key)
+                previous, previous_tokens = existing.get(key, (None, 0))
+                if previous != report.verdict:
+                    outcome.changes.append(VerdictChange(report, previous, previous_tokens))
+                outcome.reports.append(report)
+        self._many(connection, self._upsert_reports, rows)
+        self._many(connection, self._delete_report, [k for k in existing if k not in written])
+
+    def _write_call_steps(
+        self,
+        connection: Connection,
+        state: SqlTraceState,
+        judgments: Sequence[CallJudgment],
+        whole: set[tuple[str, str]],
+    ) -> None:
+        """The call step of every call whose own stages the batch brought."""
+        rows = [
+            (state.run_ids[j.trace_id], j.call_id, j.call_step)
+            for j in judgments
+            if j.call_step is not None and (j.trace_id, j.call_id) in whole
         ]
-        manifests = [
-            record_to_manifest(record)
-            for record in session.scalars(
-                select(MANIFESTS.c.record).where(MANIFESTS.c.trace_id == trace_id)
-            )
-        ]
-        reports = judge_trace(
-            measurements, manifests, tolerances=self.tolerances, now=now, tool_call_ids=call_ids
-        )
-        fresh = {(r.tool_call_id, r.request_id or "") for r in reports}
-        judged_calls = {r.tool_call_id for r in reports} | (call_ids or set())
-        existing_query = select(
-            REPORTS.c.tool_call_id, REPORTS.c.request_key, REPORTS.c.verdict, REPORTS.c.lost_tokens
-        ).where(REPORTS.c.trace_id == trace_id)
-        if call_ids is not None:
-            existing_query = existing_query.where(REPORTS.c.tool_call_id.in_(judged_calls))
-        existing = {(row[0], row[1]): (row[2], row[3]) for row in session.execute(existing_query)}
-        stale = [key for key in existing if key not in fresh]
-        if stale:
-            session.execute(
-                delete(REPORTS).where(
-                    REPORTS.c.trace_id == trace_id,
-                    tuple_(REPORTS.c.tool_call_id, REPORTS.c.request_key).in_(stale),
-                )
-            )
-        by_request = {m.request_id: m.observed_at for m in manifests}
-        rows = [report_row(r, by_request, now) for r in reports]
-        self._upsert(session, REPORTS, rows, REPORT_KEY, newer_wins=False)
-        outcome.reports.extend(reports)
-        for report in reports:
-            previous, previous_tokens = existing.get(
-                (report.tool_call_id, report.request_id or ""), (None, 0)
-            )
-            if previous != report.verdict:
-                outcome.changes.append(VerdictChange(report, previous, previous_tokens))
+        self._many(connection, self._upsert_calls, rows)
 
-    def sweep_unsettled(self, now: float | None = None) -> IngestOutcome:
-        """Re-judge journeys still waiting for later stages once their grace period has
-        passed, so they become ``incomplete``."""
-        now = time.time() if now is None else now
-        cutoff = now - self.tolerances.incomplete_after_s
-        with Session(self.engine) as session:
-            trace_ids = sorted(
-                set(
-                    session.scalars(
-                        select(REPORTS.c.trace_id).where(
-                            REPORTS.c.settled.is_(False),
-                            REPORTS.c.last_observed_at <= cutoff,
-                        )
-                    )
-                )
-            )
-        outcome = IngestOutcome()
-        for trace_id in trace_ids:
-            with Session(self.engine) as session, session.begin():
-                self._lock_traces(session, [trace_id])
-                before = len(outcome.reports)
-                self._rejudge(session, trace_id, None, now, outcome)
-                if self.alerts is not None:
-                    outcome.alert_events += record_events(
-                        session, outcome.reports[before:], self.alerts, now
-                    )
-        return outcome
-
-
-def _journeys_touched(batch: DecodedBatch) -> dict[str, set[str] | None]:
-    """Per trace, the tool calls whose journeys the batch can change; ``None`` for all of
-    the trace's journeys (a manifest can change any of them)."""
-    touched: dict[str, set[str] | None] = {}
-    for item in batch.measurements:
-        calls = touched.setdefault(item.measurement.trace_id, set())
-        if calls is not None:
-            calls.add(item.measurement.tool_call_id)
-    for manifest_item in batch.manifests:
-        touched[manifest_item.manifest.trace_id] = None
-    return touched
+    def _record_alerts(self, connection: Connection, outcome: IngestOutcome, now: float) -> None:
+        if self.alerts is None or not outcome.reports:
+            return
+        with Session(bind=connection) as session:
+            outcome.alert_events += record_events(session, outcome.reports, self.alerts, now)
+            session.flush()

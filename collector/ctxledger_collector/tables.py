@@ -1,20 +1,25 @@
 """The database tables (sqlmodel). The migrations in ``migrations/`` create the same schema.
 
-Keys are natural: a measurement is (trace, tool call, request, stage), a manifest is
-(trace, request), a report is (trace, tool call, request). ``request_key`` is the request
-id or ``""`` for stages measured before any request, so unique keys never hold NULL.
-Every row keeps the span's attributes as received (``attributes``) and the rule record
-it was read into (``record``), so nothing the client sent is lost. Beside each table it
-writes to, the typed dict of an INSERT's parameters (``…Values``) and its natural key;
-``rows`` fills them.
+Each run (trace) gets an integer id once (``runs``); the other tables key on it.
+Keys are natural: a measurement is (run, tool call, request, stage), a manifest is
+(run, request), a report is (run, tool call, request), a call is (run, tool call).
+``request_key`` is the request id or ``""`` for stages measured before any request, so
+keys never hold NULL. Nothing is stored twice: a measurement's contract attributes are
+columns (digests as 64-bit prefixes, which is all equality needs), attributes outside
+the contract are kept as received in ``extra``; a report keeps its verdict, what was
+lost and its lossy transitions, and the API reads its stages from the measurements.
+List columns hold JSON text. On SQLite the keyed tables are ``WITHOUT ROWID``: the
+primary key is the table, not a second copy of it.
 """
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import Any
 
-from sqlalchemy import JSON, Column, Index, Table
+from sqlalchemy import JSON, BigInteger, Column, Index, Table, Text
 from sqlmodel import Field, SQLModel
+
+_WITHOUT_ROWID = {"sqlite_with_rowid": False}
 
 
 class RunRow(SQLModel, table=True):
@@ -22,74 +27,112 @@ class RunRow(SQLModel, table=True):
 
     __tablename__ = "runs"
 
-    trace_id: str = Field(primary_key=True, max_length=32)
+    id: int | None = Field(default=None, primary_key=True)
+    trace_id: str = Field(max_length=32, unique=True)
     service_name: str | None = Field(default=None, max_length=256)
     agent_name: str | None = Field(default=None, max_length=256, index=True)
     first_seen: float = Field(index=True)
     last_seen: float = Field(index=True)
 
 
+def _big(nullable: bool = False) -> Any:
+    return Field(default=None, sa_column=Column(BigInteger, nullable=nullable))
+
+
+def _text(nullable: bool = True) -> Any:
+    return Field(default=None, sa_column=Column(Text, nullable=nullable))
+
+
 class MeasurementRow(SQLModel, table=True):
-    """One stage measurement span."""
+    """One stage measurement span: one tool result at one stage."""
 
     __tablename__ = "measurements"
-    __table_args__ = (
-        Index(
-            "ix_measurements_journey",
-            "trace_id",
-            "tool_call_id",
-            "request_key",
-            "stage",
-            unique=True,
-        ),
-    )
+    __table_args__ = _WITHOUT_ROWID
 
-    id: int | None = Field(default=None, primary_key=True)
-    trace_id: str = Field(max_length=32)
-    tool_call_id: str = Field(max_length=256)
-    request_key: str = Field(max_length=256)
-    stage: str = Field(max_length=128)
+    run_id: int = Field(primary_key=True)
+    tool_call_id: str = Field(primary_key=True, max_length=256)
+    request_key: str = Field(primary_key=True, max_length=256)
+    stage: str = Field(primary_key=True, max_length=128)
     stage_order: int
     tool_name: str | None = Field(default=None, max_length=256)
+    agent_name: str | None = Field(default=None, max_length=256)
     step: int | None = None
-    span_id: str | None = Field(default=None, max_length=16)
-    observed_at: float
-    pick_key: str = Field(max_length=64)
+    span_number: int = _big()
+    observed_us: int = _big()
+    copy_digest: int = _big()
     dropped_attributes: int = 0
-    record: dict[str, Any] = Field(sa_column=Column(JSON, nullable=False))
-    attributes: dict[str, Any] = Field(sa_column=Column(JSON, nullable=False))
+    chars: int
+    bytes: int | None = None
+    tokens: int | None = None
+    tokenizer: str | None = Field(default=None, max_length=64)
+    tokens_estimated: bool = False
+    canonical_chars: int | None = None
+    items: int | None = None
+    item_ids: str | None = _text()
+    ids_complete: bool = True
+    fields: str | None = _text()
+    fields_complete: bool = True
+    priority_items: int | None = None
+    sha256: int | None = _big(nullable=True)
+    canonical_sha256: int | None = _big(nullable=True)
+    json_valid: bool | None = None
+    declared: bool = False
+    strategy: str | None = Field(default=None, max_length=64)
+    marker: bool = False
+    markers_found: str | None = _text()
+    ref: str | None = _text()
+    extra: str | None = _text()
 
 
 class ManifestRow(SQLModel, table=True):
     """One request manifest span: what an LLM request contained when sent."""
 
     __tablename__ = "manifests"
+    __table_args__ = (Index("ix_manifests_step", "run_id", "step"), _WITHOUT_ROWID)
 
-    trace_id: str = Field(primary_key=True, max_length=32)
+    run_id: int = Field(primary_key=True)
     request_id: str = Field(primary_key=True, max_length=256)
     step: int | None = None
     model: str | None = Field(default=None, max_length=256)
+    agent_name: str | None = Field(default=None, max_length=256)
     tokens: int | None = None
+    tokenizer: str | None = Field(default=None, max_length=64)
     context_window: int | None = None
-    span_id: str | None = Field(default=None, max_length=16)
-    observed_at: float
-    pick_key: str = Field(max_length=64)
-    record: dict[str, Any] = Field(sa_column=Column(JSON, nullable=False))
-    attributes: dict[str, Any] = Field(sa_column=Column(JSON, nullable=False))
+    sdk_dropped_spans: int | None = None
+    tool_call_ids: str = _text(nullable=False)
+    tool_calls: str | None = _text()
+    span_number: int = _big()
+    observed_us: int = _big()
+    copy_digest: int = _big()
+    extra: str | None = _text()
+
+
+class CallRow(SQLModel, table=True):
+    """One tool call of a run and its call step (the lowest step of its stages measured
+    before any request), so the request that should follow it is found by an index."""
+
+    __tablename__ = "calls"
+    __table_args__ = (Index("ix_calls_step", "run_id", "call_step"), _WITHOUT_ROWID)
+
+    run_id: int = Field(primary_key=True)
+    tool_call_id: str = Field(primary_key=True, max_length=256)
+    call_step: int
 
 
 class ReportRow(SQLModel, table=True):
-    """The verdict on one journey, re-judged whenever its trace receives data."""
+    """The verdict on one journey, re-judged whenever data that bears on it arrives."""
 
     __tablename__ = "reports"
     __table_args__ = (
+        Index("ix_reports_request", "run_id", "request_key"),
         Index("ix_reports_verdict_time", "verdict", "last_observed_at"),
         Index("ix_reports_tool_time", "tool_name", "last_observed_at"),
         Index("ix_reports_agent_time", "agent_name", "last_observed_at"),
         Index("ix_reports_unsettled", "settled", "last_observed_at"),
+        _WITHOUT_ROWID,
     )
 
-    trace_id: str = Field(primary_key=True, max_length=32)
+    run_id: int = Field(primary_key=True)
     tool_call_id: str = Field(primary_key=True, max_length=256)
     request_key: str = Field(primary_key=True, max_length=256)
     verdict: str = Field(max_length=16)
@@ -100,9 +143,13 @@ class ReportRow(SQLModel, table=True):
     lost_items: int = 0
     lost_chars: int = 0
     lost_tokens: int = 0
+    lost_priority_items: int = 0
     last_observed_at: float
     judged_at: float
-    detail: dict[str, Any] = Field(sa_column=Column(JSON, nullable=False))
+    lost_item_ids: str | None = _text()
+    lost_fields: str | None = _text()
+    notes: str | None = _text()
+    transitions: str | None = _text()
 
 
 # --- alerting: events, groups and the notification outbox ------------------------------
@@ -181,70 +228,6 @@ class NotificationRow(SQLModel, table=True):
     delivered_at: float | None = None
 
 
-# --- row values: the parameters of an INSERT into each table, keyed by column -------------
-
-
-class RunValues(TypedDict):
-    trace_id: str
-    service_name: str | None
-    agent_name: str | None
-    first_seen: float
-    last_seen: float
-
-
-class MeasurementValues(TypedDict):
-    trace_id: str
-    tool_call_id: str
-    request_key: str
-    stage: str
-    stage_order: int
-    tool_name: str | None
-    step: int | None
-    span_id: str | None
-    observed_at: float
-    pick_key: str
-    dropped_attributes: int
-    record: dict[str, Any]
-    attributes: dict[str, Any]
-
-
-class ManifestValues(TypedDict):
-    trace_id: str
-    request_id: str
-    step: int | None
-    model: str | None
-    tokens: int | None
-    context_window: int | None
-    span_id: str | None
-    observed_at: float
-    pick_key: str
-    record: dict[str, Any]
-    attributes: dict[str, Any]
-
-
-class ReportValues(TypedDict):
-    trace_id: str
-    tool_call_id: str
-    request_key: str
-    verdict: str
-    tool_name: str | None
-    agent_name: str | None
-    step: int | None
-    settled: bool
-    lost_items: int
-    lost_chars: int
-    lost_tokens: int
-    last_observed_at: float
-    judged_at: float
-    detail: dict[str, Any]
-
-
-#: The natural keys: the unique index each upsert resolves its conflicts on.
-MEASUREMENT_KEY = ("trace_id", "tool_call_id", "request_key", "stage")
-MANIFEST_KEY = ("trace_id", "request_id")
-REPORT_KEY = ("trace_id", "tool_call_id", "request_key")
-
-
 def table_of(model: type[SQLModel]) -> Table:
     """The typed Core table of a model (``T.c.trace_id == ...`` is a typed expression)."""
     table: Table = model.__table__  # type: ignore[attr-defined]
@@ -254,6 +237,7 @@ def table_of(model: type[SQLModel]) -> Table:
 RUNS = table_of(RunRow)
 MEASUREMENTS = table_of(MeasurementRow)
 MANIFESTS = table_of(ManifestRow)
+CALLS = table_of(CallRow)
 REPORTS = table_of(ReportRow)
 ALERT_EVENTS = table_of(AlertEventRow)
 ALERT_GROUPS = table_of(AlertGroupRow)

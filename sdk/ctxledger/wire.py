@@ -16,6 +16,57 @@ from ctxledger.verdicts.model import Manifest, Measurement
 _MAX_INT = 2**31 - 1
 
 
+#: The attributes a stage measurement record carries; anything else a span holds is
+#: outside the contract (kept as received by the collector).
+MEASUREMENT_ATTRIBUTES: frozenset[str] = frozenset(
+    {
+        sc.STAGE,
+        sc.STAGE_ORDER,
+        sc.TOOL_CALL_ID,
+        sc.TOOL_NAME,
+        sc.REQUEST_ID,
+        sc.STEP,
+        sc.AGENT_NAME,
+        sc.SIZE_CHARS,
+        sc.SIZE_BYTES,
+        sc.SIZE_TOKENS,
+        sc.TOKENIZER,
+        sc.SIZE_TOKENS_ESTIMATED,
+        sc.SIZE_CANONICAL_CHARS,
+        sc.SIZE_ITEMS,
+        sc.ITEMS_IDS,
+        sc.ITEMS_IDS_COMPLETE,
+        sc.ITEMS_FIELDS,
+        sc.ITEMS_FIELDS_COMPLETE,
+        sc.ITEMS_PRIORITY,
+        sc.CONTENT_SHA256,
+        sc.CONTENT_CANONICAL_SHA256,
+        sc.JSON_VALID,
+        sc.TRUNCATION_DECLARED,
+        sc.TRUNCATION_STRATEGY,
+        sc.TRUNCATION_MARKER,
+        sc.TRUNCATION_MARKERS_FOUND,
+        sc.TRUNCATION_REF,
+    }
+)
+#: The attributes a request manifest record carries (the tokenizer of its token count
+#: included).
+MANIFEST_ATTRIBUTES: frozenset[str] = frozenset(
+    {
+        sc.REQUEST_ID,
+        sc.STEP,
+        sc.REQUEST_TOOL_CALL_IDS,
+        sc.REQUEST_TOOL_CALLS,
+        sc.REQUEST_TOKENS,
+        sc.TOKENIZER,
+        sc.REQUEST_CONTEXT_WINDOW,
+        sc.REQUEST_MODEL,
+        sc.AGENT_NAME,
+        sc.SDK_DROPPED_SPANS,
+    }
+)
+
+
 class InvalidSpan(ValueError):
     """A span that claims to be a measurement or manifest but breaks the contract."""
 
@@ -151,6 +202,7 @@ def manifest_from_attributes(
         tool_call_ids=_strs(attrs, sc.REQUEST_TOOL_CALL_IDS) or (),
         tool_calls=_strs(attrs, sc.REQUEST_TOOL_CALLS),
         tokens=_int(attrs, sc.REQUEST_TOKENS),
+        tokenizer=_str(attrs, sc.TOKENIZER),
         context_window=_int(attrs, sc.REQUEST_CONTEXT_WINDOW),
         model=_str(attrs, sc.REQUEST_MODEL),
         agent_name=_str(attrs, sc.AGENT_NAME),

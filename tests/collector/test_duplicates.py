@@ -1,5 +1,5 @@
 """Which duplicate wins: one rule, ``ctxledger.verdicts.preferred_copy_key``, decides for
-the judge and for the store (its ``pick_key`` column, compared by the database), so what
+the judge and for the store (its copy-key columns, compared by the database), so what
 the collector keeps when copies of a span arrive in any order, in one batch or many, is
 what judging the whole set of copies picks. Runs on SQLite and on PostgreSQL.
 """
@@ -25,9 +25,10 @@ from ctxledger.verdicts import (
 from ctxledger_collector.database import make_engine
 from ctxledger_collector.migrate import upgrade
 from ctxledger_collector.otlp_decode import DecodedBatch, DecodedManifest, DecodedMeasurement
-from ctxledger_collector.records import record_to_manifest, record_to_measurement
+from ctxledger_collector.rows import MANIFEST_COLUMNS, MEASUREMENT_COLUMNS
 from ctxledger_collector.store import Store
-from ctxledger_collector.tables import MANIFESTS, MEASUREMENTS
+from ctxledger_collector.stored_records import manifest_of, measurement_of
+from ctxledger_collector.tables import MANIFESTS, MEASUREMENTS, RUNS
 
 #: An end time in seconds, as the decoder derives it from OTLP nanoseconds.
 T = 1_796_000_000_123_456_000 / 1e9
@@ -74,20 +75,29 @@ def store(database_url: str) -> Iterator[Store]:
     engine.dispose()
 
 
+def _run_id(trace_id: str) -> object:
+    return select(RUNS.c.id).where(RUNS.c.trace_id == trace_id).scalar_subquery()
+
+
 def stored_measurements(store: Store, trace_id: str) -> list[Measurement]:
+    columns = [MEASUREMENTS.c[name] for name in MEASUREMENT_COLUMNS]
     with store.engine.connect() as connection:
-        records = connection.scalars(
-            select(MEASUREMENTS.c.record).where(MEASUREMENTS.c.trace_id == trace_id)
+        rows = connection.execute(
+            select(*columns).where(MEASUREMENTS.c.run_id == _run_id(trace_id))
         )
-        return [record_to_measurement(record) for record in records]
+        return [measurement_of(row, trace_id) for row in rows]
 
 
 def stored_manifests(store: Store, trace_id: str) -> list[Manifest]:
+    columns = [MANIFESTS.c[name] for name in MANIFEST_COLUMNS]
     with store.engine.connect() as connection:
-        records = connection.scalars(
-            select(MANIFESTS.c.record).where(MANIFESTS.c.trace_id == trace_id)
-        )
-        return [record_to_manifest(record) for record in records]
+        rows = connection.execute(select(*columns).where(MANIFESTS.c.run_id == _run_id(trace_id)))
+        return [manifest_of(row, trace_id) for row in rows]
+
+
+def which(m: Measurement) -> tuple[str | None, int]:
+    """What tells the copies of a case apart: their span ids and sizes."""
+    return (m.span_id, m.chars)
 
 
 def measurements_batch(*copies: Measurement) -> DecodedBatch:
@@ -109,9 +119,11 @@ def test_store_keeps_the_copy_the_judge_picks(store: Store, case: str, arrival: 
 
         (judged,) = judge_trace(copies, tolerances=Tolerances())
         (kept,) = stored_measurements(store, trace_id)
-        assert kept == preferred_copy(copies) == judged.stages[0], order
+        assert which(kept) == which(preferred_copy(copies)) == which(judged.stages[0]), order
         # The judging the store did on the last batch agrees too.
-        assert [r.stages for r in outcome.reports] == [judged.stages], order
+        assert [[which(m) for m in r.stages] for r in outcome.reports] == [
+            [which(m) for m in judged.stages]
+        ], order
 
 
 def test_the_key_sorts_like_the_preference() -> None:
@@ -120,11 +132,13 @@ def test_the_key_sorts_like_the_preference() -> None:
     assert preferred_copy_key(original("t", T, "0b" * 8, 1)) > preferred_copy_key(a)
     # A missing span id loses to any span id, as the empty string does in a comparison.
     assert preferred_copy_key(original("t", T, "", 999)) < preferred_copy_key(a)
-    # Keys stored before the content digest was added (`<time>|<span id>`) keep their
-    # order against new ones: an old row loses only to a copy at least as recent.
-    old_format = f"{T:020.6f}|{'0a' * 8}"
-    assert preferred_copy_key(a).startswith(old_format)
-    assert preferred_copy_key(original("t", T - 1, "ff" * 8, 1)) < old_format
+    # Span ids order like their bytes, across the sign of the 64-bit numbers kept.
+    assert preferred_copy_key(original("t", T, "80" + "00" * 7, 1)) > preferred_copy_key(
+        original("t", T, "7f" + "ff" * 7, 1)
+    )
+    # Copies 240 ns apart are the same microsecond: the span id decides.
+    later_ns = original("t", 1_796_000_000_123_456_240 / 1e9, "01" * 8, 1)
+    assert preferred_copy_key(later_ns) < preferred_copy_key(original("t", T, "ff" * 8, 1))
 
 
 def test_store_keeps_the_manifest_copy_the_judge_picks(store: Store) -> None:
@@ -178,7 +192,12 @@ def test_store_keeps_the_manifest_copy_the_judge_picks(store: Store) -> None:
             (judged,) = judge_trace(stages, copies.values(), tolerances=Tolerances())
             expected = sc.VERDICT_INTACT if with_result_wins else sc.VERDICT_DROPPED
             assert judged.verdict == expected
-            assert stored_manifests(store, trace_id) == [preferred_copy(list(copies.values()))]
+            (kept,) = stored_manifests(store, trace_id)
+            preferred = preferred_copy(list(copies.values()))
+            assert (kept.span_id, kept.tool_call_ids) == (
+                preferred.span_id,
+                preferred.tool_call_ids,
+            )
             assert [(r.verdict, r.notes) for r in outcome.reports] == [
                 (judged.verdict, judged.notes)
             ]

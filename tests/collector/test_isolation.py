@@ -20,6 +20,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from sqlalchemy import Engine, create_engine, event, text
 
 from ctxledger import semconv as sc
+from ctxledger.verdicts.duplicates import span_id_of
 from ctxledger_collector.settings import Settings
 from tests.collector import otlp_payloads as op
 from tests.collector.conftest import POSTGRES_ADMIN
@@ -110,15 +111,16 @@ def database(database_url: str) -> Iterator[Engine]:
 
 
 def stored_span_ids(database: Engine, trace_id: bytes) -> set[str]:
+    run = "(SELECT id FROM runs WHERE trace_id = :t)"
     with database.connect() as connection:
         rows = connection.execute(
             text(
-                "SELECT span_id FROM measurements WHERE trace_id = :t "
-                "UNION SELECT span_id FROM manifests WHERE trace_id = :t"
+                f"SELECT span_number FROM measurements WHERE run_id = {run} "
+                f"UNION SELECT span_number FROM manifests WHERE run_id = {run}"
             ),
             {"t": trace_id.hex()},
         )
-        return {row[0] for row in rows}
+        return {span_id_of(row[0]) for row in rows}
 
 
 def test_an_outage_while_isolating_spans_gets_503_and_rejects_nothing(

@@ -31,11 +31,12 @@ from sqlmodel import Session, SQLModel, select
 import ctxledger_collector
 from ctxledger_collector import migrate
 from ctxledger_collector.database import make_engine
-from ctxledger_collector.tables import ManifestRow, MeasurementRow, ReportRow, RunRow
+from ctxledger_collector.tables import CallRow, ManifestRow, MeasurementRow, ReportRow, RunRow
 
 ROOT = Path(__file__).resolve().parents[2]
 TABLES = {
     "runs",
+    "calls",
     "measurements",
     "manifests",
     "reports",
@@ -179,7 +180,7 @@ def test_schema_comparison_detects_drift(database_url: str) -> None:
         "manifests",
         drifted,
         *(sa.Column(c.name, c.type, nullable=c.nullable) for c in manifests.columns),
-        sa.PrimaryKeyConstraint("trace_id"),
+        sa.PrimaryKeyConstraint("run_id"),
     )
 
     kinds = {_kind(d) for d in _schema_differences(database_url, drifted)}
@@ -198,50 +199,58 @@ def test_migrated_database_stores_every_model(database_url: str) -> None:
     engine = make_engine(database_url)
     try:
         with Session(engine) as session:
-            session.add(RunRow(trace_id="t" * 32, agent_name="a", first_seen=1.5, last_seen=2.5))
+            run = RunRow(trace_id="t" * 32, agent_name="a", first_seen=1.5, last_seen=2.5)
+            session.add(run)
+            session.flush()
+            assert run.id is not None
             for stage_order, stage in enumerate(("tool_output", "in_request")):
                 session.add(
                     MeasurementRow(
-                        trace_id="t" * 32,
+                        run_id=run.id,
                         tool_call_id="c",
                         request_key="",
                         stage=stage,
                         stage_order=stage_order,
-                        observed_at=1.5,
-                        pick_key="k",
-                        record={"stage": stage},
-                        attributes={"k": [1, "两"]},
+                        span_number=-(2**63),
+                        observed_us=1_500_000,
+                        copy_digest=2**63 - 1,
+                        chars=9,
+                        item_ids='["两", "kb-1"]',
+                        extra='{"k": [1, "两"]}',
                     )
                 )
             session.add(
                 ManifestRow(
-                    trace_id="t" * 32,
+                    run_id=run.id,
                     request_id="r",
-                    observed_at=1.5,
-                    pick_key="k",
-                    record={},
-                    attributes={},
+                    tool_call_ids="[]",
+                    span_number=0,
+                    observed_us=1_500_000,
+                    copy_digest=0,
                 )
             )
+            session.add(CallRow(run_id=run.id, tool_call_id="c", call_step=1))
             session.add(
                 ReportRow(
-                    trace_id="t" * 32,
+                    run_id=run.id,
                     tool_call_id="c",
                     request_key="r",
                     verdict="intact",
                     last_observed_at=2.5,
                     judged_at=3.5,
-                    detail={"ok": True},
+                    notes='["ok"]',
                 )
             )
             session.commit()
         with Session(engine) as session:
-            ids = session.exec(select(MeasurementRow.id).order_by(MeasurementRow.id)).all()
-            assert len(ids) == 2 and None not in ids and ids[0] != ids[1]
-            attributes = session.exec(select(MeasurementRow.attributes)).first()
-            assert attributes == {"k": [1, "两"]}
+            stages = session.exec(select(MeasurementRow.stage).order_by(MeasurementRow.stage))
+            assert stages.all() == ["in_request", "tool_output"]
+            extremes = session.exec(
+                select(MeasurementRow.span_number, MeasurementRow.copy_digest)
+            ).first()
+            assert extremes == (-(2**63), 2**63 - 1)
             report = session.exec(select(ReportRow)).one()
-            assert (report.settled, report.lost_tokens, report.detail) == (True, 0, {"ok": True})
+            assert (report.settled, report.lost_tokens, report.notes) == (True, 0, '["ok"]')
     finally:
         engine.dispose()
 

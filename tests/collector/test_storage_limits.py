@@ -7,19 +7,20 @@ from __future__ import annotations
 from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
-from sqlalchemy import Table
 
 from ctxledger import semconv as sc
-from ctxledger_collector.tables import (
-    MANIFESTS,
-    MEASUREMENTS,
-    REPORTS,
-    RUNS,
-    ManifestValues,
-    MeasurementValues,
-    ReportValues,
-    RunValues,
+from ctxledger.verdicts import Manifest, Measurement, Report
+from ctxledger_collector.otlp_decode import DecodedManifest, DecodedMeasurement
+from ctxledger_collector.rows import (
+    MANIFEST_COLUMNS,
+    MEASUREMENT_COLUMNS,
+    REPORT_COLUMNS,
+    manifest_row,
+    measurement_row,
+    report_row,
 )
+from ctxledger_collector.stored_records import manifest_of, measurement_of
+from ctxledger_collector.tables import MEASUREMENTS, RUNS
 from tests.collector import otlp_payloads as op
 from tests.collector.live_collector import LiveCollector
 from tests.collector.test_ingest import (
@@ -32,18 +33,66 @@ from tests.collector.test_ingest import (
 )
 
 
-def test_each_row_type_names_every_column_of_its_table() -> None:
-    def columns(table: Table) -> set[str]:
-        return {c.name for c in table.columns if not (c.primary_key and c.autoincrement is True)}
+def test_rows_hold_every_column_in_table_order_and_read_back() -> None:
+    m = Measurement(
+        trace_id="ab" * 16,
+        tool_call_id="call_cols",
+        stage=sc.STAGE_SENT,
+        order=40,
+        chars=123,
+        request_id="req_cols",
+        tool_name="search",
+        agent_name="agent",
+        step=3,
+        bytes=130,
+        tokens=45,
+        tokenizer="o200k_base",
+        items=2,
+        item_ids=("a", "b"),
+        fields=("id", "text"),
+        priority_items=1,
+        sha256="12" * 32,
+        canonical_sha256="34" * 32,
+        json_valid=True,
+        declared=True,
+        strategy="head_rows",
+        marker=True,
+        markers_found=("ctxledger",),
+        ref="spill://x",
+        observed_at=1_796_000_000.123456,
+        span_id="0f" * 8,
+    )
+    row = measurement_row(DecodedMeasurement(m, {"custom.key": "kept"}, None), run_id=7)
+    assert len(row) == len(MEASUREMENT_COLUMNS)
+    by_name = dict(zip(MEASUREMENT_COLUMNS, row, strict=True))
+    keys = (by_name["run_id"], by_name["request_key"], by_name["stage_order"])
+    assert keys == (7, "req_cols", 40)
+    assert by_name["extra"] == '{"custom.key":"kept"}'
+    back = measurement_of(row, m.trace_id)
+    # Digests come back as their 64-bit prefixes: equal digests stay equal.
+    assert back == Measurement(**{**vars(m), "sha256": "12" * 8, "canonical_sha256": "34" * 8})
 
-    pairs: list[tuple[Any, Table]] = [
-        (RunValues, RUNS),
-        (MeasurementValues, MEASUREMENTS),
-        (ManifestValues, MANIFESTS),
-        (ReportValues, REPORTS),
-    ]
-    for values, table in pairs:
-        assert set(values.__required_keys__) == columns(table) - {"id"}, table.name
+    man = Manifest(
+        trace_id=m.trace_id,
+        request_id="req_cols",
+        step=3,
+        tool_call_ids=("call_cols",),
+        tool_calls=(),
+        tokens=900,
+        tokenizer="o200k_base",
+        context_window=128_000,
+        model="gpt-4o",
+        agent_name="agent",
+        sdk_dropped_spans=0,
+        observed_at=1_796_000_001.5,
+        span_id="10" * 8,
+    )
+    manifest = manifest_row(DecodedManifest(man, {}, None), run_id=7)
+    assert len(manifest) == len(MANIFEST_COLUMNS)
+    assert manifest_of(manifest, man.trace_id) == man
+
+    report = Report(m.trace_id, "call_cols", "req_cols", sc.VERDICT_SILENT, stages=(m,))
+    assert len(report_row(report, 7, None, now=1.0)) == len(REPORT_COLUMNS)
 
 
 def _original(call_id: str, **extra: Any) -> op.Span:

@@ -6,9 +6,9 @@ different content. The copy kept is the one with the later end time (to the
 microsecond), then the higher span id, then, for copies equal in both, the higher digest
 of the content: the same choice from the same set of copies, whatever their order.
 
-The rule is a string that sorts like the preference, so a database can apply it: the
-collector stores :func:`preferred_copy_key` in its ``pick_key`` column and upserts only
-a greater key, and the judge keeps the copy with the greatest key.
+The rule is a triple of 64-bit integers that orders like the preference, so a database
+can apply it: the collector stores the three numbers as columns and an upsert replaces
+a stored row only with a greater triple; the judge keeps the copy with the greatest.
 """
 
 from __future__ import annotations
@@ -20,22 +20,50 @@ from typing import TypeVar
 from ctxledger.verdicts.model import Manifest, Measurement
 
 Copy = TypeVar("Copy", Measurement, Manifest)
+CopyKey = tuple[int, int, int]
 
-#: Seconds are written with 13 integer digits, so every end time up to the largest OTLP
-#: can carry (2**64 ns, about 1.8e10 s) sorts as text like a number.
-_SECONDS_FORMAT = "020.6f"
+_SIGNED_OFFSET = 2**63
 
 
-def preferred_copy_key(copy: Measurement | Manifest) -> str:
-    """The key that orders the copies of one measurement or manifest: greatest wins.
+def observed_microseconds(observed_at: float) -> int:
+    """An end time in whole microseconds (never negative)."""
+    return round(max(observed_at, 0.0) * 1_000_000)
 
-    ``<end time>|<span id> <content digest>``. The separator before the digest is a
-    space, which sorts before every span id character, so a shorter span id that is a
-    prefix of a longer one still loses, as in a plain comparison of span ids.
-    """
-    seconds = max(copy.observed_at, 0.0)
-    digest = hashlib.blake2b(repr(copy).encode(), digest_size=8).hexdigest()
-    return f"{seconds:{_SECONDS_FORMAT}}|{copy.span_id or ''} {digest}"
+
+def span_number(span_id: str | None) -> int:
+    """A span id as a signed 64-bit integer that sorts like the id's bytes; ids that are
+    not 16 hex digits get a stable number of their own."""
+    if span_id and len(span_id) == 16:
+        try:
+            return int(span_id, 16) - _SIGNED_OFFSET
+        except ValueError:
+            pass
+    if not span_id:
+        return -_SIGNED_OFFSET
+    return _signed(hashlib.blake2b(span_id.encode(), digest_size=8).digest())
+
+
+def span_id_of(number: int) -> str:
+    """The 16 hex digits :func:`span_number` was made from."""
+    return format(number + _SIGNED_OFFSET, "016x")
+
+
+def content_digest(copy: Measurement | Manifest) -> int:
+    """A signed 64-bit digest of everything the copy says."""
+    return _signed(hashlib.blake2b(repr(copy).encode(), digest_size=8).digest())
+
+
+def _signed(digest: bytes) -> int:
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def preferred_copy_key(copy: Measurement | Manifest) -> CopyKey:
+    """The triple that orders the copies of one measurement or manifest: greatest wins."""
+    return (
+        observed_microseconds(copy.observed_at),
+        span_number(copy.span_id),
+        content_digest(copy),
+    )
 
 
 def preferred_copy(copies: Sequence[Copy]) -> Copy:

@@ -69,6 +69,7 @@ class CallJudgment:
     call_id: str
     reports: tuple[Report, ...]
     considered: frozenset[str | None]
+    call_step: int | None = None
 
 
 def mentions(manifest: Manifest, call_id: str) -> bool:
@@ -131,7 +132,9 @@ def judge_call(
         )
         for request_id in keys
     )
-    return CallJudgment(trace_id, evidence.call_id, reports, frozenset(considered))
+    return CallJudgment(
+        trace_id, evidence.call_id, reports, frozenset(considered), call_step(evidence.before)
+    )
 
 
 def _removed(stage: Measurement) -> bool:

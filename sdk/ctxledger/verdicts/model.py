@@ -64,6 +64,7 @@ class Manifest:
     tool_call_ids: tuple[str, ...] = ()
     tool_calls: tuple[str, ...] | None = None
     tokens: int | None = None
+    tokenizer: str | None = None
     context_window: int | None = None
     model: str | None = None
     agent_name: str | None = None

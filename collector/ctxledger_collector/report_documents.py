@@ -1,0 +1,190 @@
+"""A report as the query API shows it: its row, the stages read from the measurements it
+was judged from, and every transition (the lossy ones as stored, the rest intact)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from itertools import pairwise
+from typing import Any
+from urllib.parse import urlencode
+
+from sqlalchemy import Connection
+
+from ctxledger import semconv as sc
+from ctxledger.verdicts import Measurement
+from ctxledger_collector.rows import MEASUREMENT_COLUMNS
+from ctxledger_collector.statements import Statements, chunks
+from ctxledger_collector.stored_records import loads, measurement_of
+
+_RUN = MEASUREMENT_COLUMNS.index("run_id")
+_CALL = MEASUREMENT_COLUMNS.index("tool_call_id")
+_REQUEST = MEASUREMENT_COLUMNS.index("request_key")
+
+#: The report columns a document is built from (the select of every report query).
+REPORT_FIELDS = (
+    "run_id",
+    "tool_call_id",
+    "request_key",
+    "verdict",
+    "tool_name",
+    "agent_name",
+    "step",
+    "settled",
+    "lost_items",
+    "lost_chars",
+    "lost_tokens",
+    "lost_priority_items",
+    "last_observed_at",
+    "judged_at",
+    "lost_item_ids",
+    "lost_fields",
+    "notes",
+    "transitions",
+)
+
+
+def links(
+    dashboard_url: str | None,
+    trace_id: str,
+    step: int | None = None,
+    tool_call_id: str | None = None,
+) -> dict[str, str]:
+    """Deep links for a run, step or journey: the API's own and the dashboard's."""
+    out = {"run": f"/api/v1/runs/{trace_id}"}
+    if dashboard_url:
+        query: dict[str, str] = {"trace_id": trace_id}
+        if step is not None:
+            query["step"] = str(step)
+        if tool_call_id:
+            query["tool_call_id"] = tool_call_id
+        out["dashboard"] = f"{dashboard_url.rstrip('/')}/run?{urlencode(query)}"
+    return out
+
+
+def stage_summary(m: Measurement) -> dict[str, Any]:
+    """One stage as the query API shows it (item ids left out: they can be long)."""
+    return {
+        "stage": m.stage,
+        "order": m.order,
+        "request_id": m.request_id,
+        "step": m.step,
+        "chars": m.chars,
+        "bytes": m.bytes,
+        "tokens": m.tokens,
+        "tokenizer": m.tokenizer,
+        "tokens_estimated": m.tokens_estimated,
+        "items": m.items,
+        "priority_items": m.priority_items,
+        "json_valid": m.json_valid,
+        "declared": m.declared,
+        "strategy": m.strategy,
+        "marker": m.sees_marker,
+        "markers_found": list(m.markers_found),
+        "ref": m.ref,
+        "observed_at": m.observed_at,
+        "trusted": m.trusted,
+    }
+
+
+def _intact(from_stage: str, to_stage: str) -> dict[str, Any]:
+    return {
+        "from_stage": from_stage,
+        "to_stage": to_stage,
+        "verdict": sc.VERDICT_INTACT,
+        "lost_items": 0,
+        "lost_item_ids": [],
+        "lost_fields": [],
+        "lost_chars": 0,
+        "lost_tokens": 0,
+        "lost_priority_items": 0,
+        "reasons": [],
+    }
+
+
+def transitions(stages: Sequence[Measurement], lossy: Sequence[dict[str, Any]]) -> list[Any]:
+    """Every consecutive pair of stages: as stored when it lost something, else intact."""
+    stored = {(t["from_stage"], t["to_stage"]): t for t in lossy}
+    return [
+        stored.get((a.stage, b.stage)) or _intact(a.stage, b.stage) for a, b in pairwise(stages)
+    ]
+
+
+StageIndex = Mapping[tuple[int, str, str], Sequence[Measurement]]
+
+
+def read_stages(
+    connection: Connection, keys: set[tuple[int, str, str]], trace_ids: Mapping[int, str]
+) -> StageIndex:
+    """The measurements of many (run, call, request key) groups, in one query per chunk."""
+    sql = Statements(connection.dialect.name)
+    found: dict[tuple[int, str, str], list[Measurement]] = defaultdict(list)
+    columns = ", ".join(MEASUREMENT_COLUMNS)
+    for chunk in chunks(sorted(keys)):
+        values = ", ".join(f"({sql.marks(3)})" for _ in chunk)
+        query = (
+            f"SELECT {columns} FROM measurements "
+            f"WHERE (run_id, tool_call_id, request_key) IN (VALUES {values})"
+        )
+        params = tuple(v for key in chunk for v in key)
+        for row in connection.exec_driver_sql(query, params):
+            key = (row[_RUN], row[_CALL], row[_REQUEST])
+            found[key].append(measurement_of(row, trace_ids[row[_RUN]]))
+    return found
+
+
+def stage_keys(rows: Sequence[Mapping[str, Any]]) -> set[tuple[int, str, str]]:
+    """The measurement groups the reports were judged from: the call's own stages and
+    the stages in the report's request."""
+    keys: set[tuple[int, str, str]] = set()
+    for row in rows:
+        keys.add((row["run_id"], row["tool_call_id"], ""))
+        if row["request_key"]:
+            keys.add((row["run_id"], row["tool_call_id"], row["request_key"]))
+    return keys
+
+
+def report_document(
+    row: Mapping[str, Any], trace_id: str, stage_index: StageIndex, dashboard_url: str | None
+) -> dict[str, Any]:
+    """A report row (``REPORT_FIELDS``) as the API answers it."""
+    own = stage_index.get((row["run_id"], row["tool_call_id"], ""), ())
+    in_request = (
+        stage_index.get((row["run_id"], row["tool_call_id"], row["request_key"]), ())
+        if row["request_key"]
+        else ()
+    )
+    stages = sorted([*own, *in_request], key=lambda m: (m.order, m.stage))
+    return {
+        "trace_id": trace_id,
+        "tool_call_id": row["tool_call_id"],
+        "tool_name": row["tool_name"],
+        "request_id": row["request_key"] or None,
+        "agent_name": row["agent_name"],
+        "step": row["step"],
+        "verdict": row["verdict"],
+        "settled": bool(row["settled"]),
+        "lost_items": row["lost_items"],
+        "lost_item_ids": loads(row["lost_item_ids"]) or [],
+        "lost_fields": loads(row["lost_fields"]) or [],
+        "lost_chars": row["lost_chars"],
+        "lost_tokens": row["lost_tokens"],
+        "lost_priority_items": row["lost_priority_items"],
+        "notes": loads(row["notes"]) or [],
+        "stages": [stage_summary(m) for m in stages],
+        "transitions": transitions(stages, loads(row["transitions"]) or []),
+        "last_observed_at": row["last_observed_at"],
+        "judged_at": row["judged_at"],
+        "links": links(dashboard_url, trace_id, row["step"], row["tool_call_id"]),
+    }
+
+
+def report_documents(
+    connection: Connection,
+    rows: Sequence[Mapping[str, Any]],
+    trace_ids: Mapping[int, str],
+    dashboard_url: str | None,
+) -> list[dict[str, Any]]:
+    """Many report rows as the API answers them, their stages read in one go."""
+    index = read_stages(connection, stage_keys(rows), trace_ids) if rows else {}
+    return [report_document(r, trace_ids[r["run_id"]], index, dashboard_url) for r in rows]

@@ -1,0 +1,92 @@
+"""Table rows -> domain records: what the judge and the query API read back.
+
+The reverse of :mod:`ctxledger_collector.rows`. Rows arrive as tuples in the tables'
+column order (the queries select ``*_COLUMNS`` explicitly); digests come back as the
+16 hex digits of the prefix the database keeps, which is all the rules compare.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import orjson
+
+from ctxledger.verdicts import Manifest, Measurement
+from ctxledger.verdicts.duplicates import span_id_of
+from ctxledger_collector.rows import MANIFEST_COLUMNS, MEASUREMENT_COLUMNS
+
+_M = {name: index for index, name in enumerate(MEASUREMENT_COLUMNS)}
+_F = {name: index for index, name in enumerate(MANIFEST_COLUMNS)}
+
+
+def loads(text: str | None) -> Any:
+    """A JSON text column's value (None for NULL)."""
+    return None if text is None else orjson.loads(text)
+
+
+def strings(text: str | None) -> tuple[str, ...] | None:
+    value = loads(text)
+    return None if value is None else tuple(value)
+
+
+def _digest(number: int | None) -> str | None:
+    return None if number is None else span_id_of(number)
+
+
+def measurement_of(row: Sequence[Any], trace_id: str) -> Measurement:
+    """A measurement row (all of ``MEASUREMENT_COLUMNS``) as the rules' record."""
+    request_key = row[_M["request_key"]]
+    tokens = row[_M["tokens"]]
+    return Measurement(
+        trace_id=trace_id,
+        tool_call_id=row[_M["tool_call_id"]],
+        stage=row[_M["stage"]],
+        order=row[_M["stage_order"]],
+        chars=row[_M["chars"]],
+        request_id=request_key or None,
+        tool_name=row[_M["tool_name"]],
+        agent_name=row[_M["agent_name"]],
+        step=row[_M["step"]],
+        bytes=row[_M["bytes"]],
+        tokens=tokens,
+        tokenizer=row[_M["tokenizer"]] if tokens is not None else None,
+        tokens_estimated=bool(row[_M["tokens_estimated"]]),
+        canonical_chars=row[_M["canonical_chars"]],
+        items=row[_M["items"]],
+        item_ids=strings(row[_M["item_ids"]]),
+        ids_complete=bool(row[_M["ids_complete"]]),
+        fields=strings(row[_M["fields"]]),
+        fields_complete=bool(row[_M["fields_complete"]]),
+        priority_items=row[_M["priority_items"]],
+        sha256=_digest(row[_M["sha256"]]),
+        canonical_sha256=_digest(row[_M["canonical_sha256"]]),
+        json_valid=None if row[_M["json_valid"]] is None else bool(row[_M["json_valid"]]),
+        declared=bool(row[_M["declared"]]),
+        strategy=row[_M["strategy"]],
+        marker=bool(row[_M["marker"]]),
+        markers_found=strings(row[_M["markers_found"]]) or (),
+        ref=row[_M["ref"]],
+        dropped_attributes=row[_M["dropped_attributes"]],
+        observed_at=row[_M["observed_us"]] / 1_000_000,
+        span_id=span_id_of(row[_M["span_number"]]),
+    )
+
+
+def manifest_of(row: Sequence[Any], trace_id: str) -> Manifest:
+    """A manifest row (all of ``MANIFEST_COLUMNS``) as the rules' record."""
+    return Manifest(
+        trace_id=trace_id,
+        request_id=row[_F["request_id"]],
+        step=row[_F["step"]],
+        tool_call_ids=strings(row[_F["tool_call_ids"]]) or (),
+        tool_calls=strings(row[_F["tool_calls"]]),
+        tokens=row[_F["tokens"]],
+        tokenizer=row[_F["tokenizer"]],
+        context_window=row[_F["context_window"]],
+        model=row[_F["model"]],
+        agent_name=row[_F["agent_name"]],
+        sdk_dropped_spans=row[_F["sdk_dropped_spans"]],
+        observed_at=row[_F["observed_us"]] / 1_000_000,
+        span_id=span_id_of(row[_F["span_number"]]),
+    )
