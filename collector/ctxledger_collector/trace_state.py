@@ -78,44 +78,52 @@ class SqlTraceState:
         self.manifests_read.update(manifests)
         return manifests
 
-    def requests_after(self, steps: Collection[StepKey]) -> Mapping[StepKey, frozenset[str]]:
-        mark = self.sql.mark
-        sql = (
-            f"SELECT request_id FROM manifests WHERE run_id = {mark} AND step = "
-            f"(SELECT min(step) FROM manifests WHERE run_id = {mark} AND step > {mark})"
-        )
-        found: dict[StepKey, frozenset[str]] = {}
-        for trace_id, step in steps:
-            run_id = self.run_ids[trace_id]
-            rows = self._rows(sql, (run_id, run_id, step))
-            found[(trace_id, step)] = frozenset(row[0] for row in rows)
+    def _per_key(self, key_columns: str, keys: Sequence[Sequence[Any]], query: str) -> list[Any]:
+        """``query`` over a CTE ``v(<key_columns>)`` holding ``keys``, chunk by chunk."""
+        width = len(keys[0]) if keys else 0
+        found: list[Any] = []
+        for chunk in chunks(list(keys)):
+            values = ", ".join(f"({self.sql.marks(width)})" for _ in chunk)
+            sql = f"WITH v({key_columns}) AS (VALUES {values}) {query}"
+            found.extend(self._rows(sql, [value for key in chunk for value in key]))
         return found
 
+    def requests_after(self, steps: Collection[StepKey]) -> Mapping[StepKey, frozenset[str]]:
+        keys = sorted({(self.run_ids[t], s) for t, s in steps})
+        rows = self._per_key(
+            "run_id, step",
+            keys,
+            "SELECT v.run_id, v.step, m.request_id FROM v JOIN manifests m "
+            "ON m.run_id = v.run_id AND m.step = (SELECT min(n.step) FROM manifests n "
+            "WHERE n.run_id = v.run_id AND n.step > v.step)",
+        )
+        found: dict[StepKey, set[str]] = defaultdict(set)
+        for run_id, step, request_id in rows:
+            found[(self.trace_ids[run_id], step)].add(request_id)
+        return {key: frozenset(found.get(key, ())) for key in steps}
+
     def step_below(self, steps: Collection[StepKey]) -> Mapping[StepKey, int | None]:
-        mark = self.sql.mark
-        sql = f"SELECT max(step) FROM manifests WHERE run_id = {mark} AND step < {mark}"
-        return {
-            (trace_id, step): self._rows(sql, (self.run_ids[trace_id], step))[0][0]
-            for trace_id, step in steps
-        }
+        keys = sorted({(self.run_ids[t], s) for t, s in steps})
+        rows = self._per_key(
+            "run_id, step",
+            keys,
+            "SELECT v.run_id, v.step, (SELECT max(m.step) FROM manifests m "
+            "WHERE m.run_id = v.run_id AND m.step < v.step) FROM v",
+        )
+        return {(self.trace_ids[run_id], step): below for run_id, step, below in rows}
 
     def calls_issued(self, ranges: Collection[tuple[str, int | None, int]]) -> set[CallKey]:
-        mark = self.sql.mark
-        bounded = (
-            f"SELECT tool_call_id FROM calls WHERE run_id = {mark} "
-            f"AND call_step >= {mark} AND call_step < {mark}"
+        lowest = -(2**31)  # below every step: a range open at the bottom
+        keys = sorted(
+            {(self.run_ids[t], lowest if low is None else low, high) for t, low, high in ranges}
         )
-        open_below = f"SELECT tool_call_id FROM calls WHERE run_id = {mark} AND call_step < {mark}"
-        issued: set[CallKey] = set()
-        for trace_id, low, high in ranges:
-            run_id = self.run_ids[trace_id]
-            rows = (
-                self._rows(open_below, (run_id, high))
-                if low is None
-                else self._rows(bounded, (run_id, low, high))
-            )
-            issued.update((trace_id, row[0]) for row in rows)
-        return issued
+        rows = self._per_key(
+            "run_id, low, high",
+            keys,
+            "SELECT v.run_id, c.tool_call_id FROM v JOIN calls c ON c.run_id = v.run_id "
+            "AND c.call_step >= v.low AND c.call_step < v.high",
+        )
+        return {(self.trace_ids[run_id], call_id) for run_id, call_id in rows}
 
     def judged_requests(self, calls: Collection[CallKey]) -> Mapping[CallKey, set[str | None]]:
         keys = {(self.run_ids[t], c) for t, c in calls}

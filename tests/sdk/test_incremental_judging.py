@@ -67,14 +67,54 @@ def manifests(draw: st.DrawFn) -> Manifest:
 
 
 @st.composite
+def agent_run(draw: st.DrawFn) -> list[Measurement | Manifest]:
+    """A run as agents make them: step k issues calls; the request of step k + 1 carries
+    the results so far, with some dropped, cut or orphaned, and a manifest."""
+    trace = draw(st.sampled_from(TRACES))
+    spans: list[Measurement | Manifest] = []
+    issued: list[str] = []
+    for step in range(1, draw(st.integers(1, 5)) + 1):
+        for call in draw(st.lists(st.sampled_from(CALLS), unique=True, max_size=2)):
+            if call in issued:
+                continue
+            issued.append(call)
+            for stage, order, _ in STAGES[:2]:
+                spans.append(
+                    Measurement(trace, call, stage, order, chars=400, items=4, step=step,
+                                observed_at=850.0 + step, span_id=f"{step:016x}")
+                )  # fmt: skip
+        request = f"req_{step}"
+        carried = [c for c in issued if draw(st.integers(0, 2)) > 0]
+        for call in carried:
+            chars = draw(st.sampled_from((400, 400, 120)))
+            for stage, order, _ in (STAGES[2], STAGES[4]):
+                spans.append(
+                    Measurement(trace, call, stage, order, chars=chars, items=4,
+                                request_id=request, step=step + 1, observed_at=860.0 + step,
+                                span_id=f"{step + 100:016x}")
+                )  # fmt: skip
+        if draw(st.integers(0, 4)) > 0:
+            calls = tuple(c for c in issued if draw(st.integers(0, 3)) > 0)
+            spans.append(
+                Manifest(trace, request, step=step + 1, tool_call_ids=tuple(carried),
+                         tool_calls=calls, observed_at=870.0 + step, span_id=f"{step + 200:016x}")
+            )  # fmt: skip
+    return spans
+
+
+@st.composite
 def batched_traces(draw: st.DrawFn) -> list[tuple[list[Measurement], list[Manifest]]]:
     spans: list[Measurement | Manifest] = draw(
         st.lists(measurements() | manifests(), min_size=1, max_size=40)
+        | agent_run().map(lambda run: run[:60])
     )
     # Replays: some spans again, unchanged, anywhere in the stream.
-    spans += draw(st.lists(st.sampled_from(spans), max_size=6))
-    order = draw(st.permutations(range(len(spans))))
-    cuts = sorted(draw(st.lists(st.integers(0, len(spans)), max_size=8)))
+    if spans:
+        spans += draw(st.lists(st.sampled_from(spans), max_size=6))
+    # Exporters mostly send in the order spans ended; sometimes anything goes.
+    in_order = st.just(list(range(len(spans))))
+    order = draw(in_order | st.permutations(range(len(spans))))
+    cuts = sorted(draw(st.lists(st.integers(0, len(spans)), max_size=max(8, len(spans)))))
     batches = []
     start = 0
     for cut in [*cuts, len(spans)]:
@@ -107,7 +147,7 @@ def whole_set_reports(
     return reports
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(batched_traces())
 def test_incremental_reports_equal_judging_the_whole_set(batches):
     state = MemoryTraceState(TOLERANCES)

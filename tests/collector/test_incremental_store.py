@@ -1,0 +1,182 @@
+"""The store judges incrementally through the database (SqlTraceState) and still agrees
+with judging the whole set: random traces in random batches, orders and duplicates, on
+SQLite and PostgreSQL, then the grace-period sweep."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import replace
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from sqlalchemy import select
+
+from ctxledger.verdicts import Manifest, Measurement
+from ctxledger_collector.database import make_engine
+from ctxledger_collector.migrate import upgrade
+from ctxledger_collector.otlp_decode import DecodedBatch, DecodedManifest, DecodedMeasurement
+from ctxledger_collector.store import Store
+from ctxledger_collector.tables import REPORTS, RUNS
+from tests.sdk.test_incremental_judging import (
+    NOW,
+    TOLERANCES,
+    batched_traces,
+    whole_set_reports,
+)
+
+Batches = list[tuple[list[Measurement], list[Manifest]]]
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def store(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Store]:
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path_factory.mktemp('store') / 'ctxledger.db'}"
+        context = None
+    else:
+        from tests.collector.conftest import fresh_postgres_database
+
+        context = fresh_postgres_database()
+        url = context.__enter__()
+    upgrade(url)
+    engine = make_engine(url)
+    yield Store(engine, TOLERANCES)
+    engine.dispose()
+    if context is not None:
+        context.__exit__(None, None, None)
+
+
+def fresh_traces(batches: Batches) -> Batches:
+    """The same batches in traces no other example used (the database is shared)."""
+    names: dict[str, str] = {}
+
+    def fresh(trace_id: str) -> str:
+        return names.setdefault(trace_id, os.urandom(16).hex())
+
+    return [
+        (
+            [replace(m, trace_id=fresh(m.trace_id)) for m in ms],
+            [replace(man, trace_id=fresh(man.trace_id)) for man in mans],
+        )
+        for ms, mans in batches
+    ]
+
+
+def stored_verdicts(store: Store, trace_ids: set[str]) -> dict[tuple[str, str, str | None], tuple]:
+    query = (
+        select(
+            RUNS.c.trace_id,
+            REPORTS.c.tool_call_id,
+            REPORTS.c.request_key,
+            REPORTS.c.verdict,
+            REPORTS.c.settled,
+            REPORTS.c.lost_items,
+            REPORTS.c.lost_chars,
+            REPORTS.c.lost_tokens,
+            REPORTS.c.step,
+        )
+        .join_from(REPORTS, RUNS, RUNS.c.id == REPORTS.c.run_id)
+        .where(RUNS.c.trace_id.in_(trace_ids))
+    )
+    with store.engine.connect() as connection:
+        return {(t, c, r or None): tuple(rest) for t, c, r, *rest in connection.execute(query)}
+
+
+def expected_verdicts(batches: Batches, now: float) -> dict[tuple[str, str, str | None], tuple]:
+    return {
+        key: (r.verdict, r.settled, r.lost_items, r.lost_chars, r.lost_tokens, r.step)
+        for key, r in whole_set_reports(batches, now=now).items()
+    }
+
+
+def ingest(store: Store, batches: Batches, now: float) -> set[str]:
+    traces: set[str] = set()
+    for ms, mans in batches:
+        traces |= {m.trace_id for m in ms} | {m.trace_id for m in mans}
+        batch = DecodedBatch(
+            measurements=[DecodedMeasurement(m, {}, None) for m in ms],
+            manifests=[DecodedManifest(m, {}, None) for m in mans],
+        )
+        store.ingest(batch, now=now)
+    return traces
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(batched_traces())
+def test_the_store_judges_like_the_whole_set(store: Store, batches: Batches) -> None:
+    batches = fresh_traces(batches)
+    traces = ingest(store, batches, NOW)
+    assert stored_verdicts(store, traces) == expected_verdicts(batches, NOW)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@given(batched_traces())
+def test_the_sweep_turns_waiting_journeys_incomplete_like_the_whole_set(
+    store: Store, batches: Batches
+) -> None:
+    batches = fresh_traces(batches)
+    traces = ingest(store, batches, NOW)
+    later = NOW + TOLERANCES.incomplete_after_s + 500
+    for _ in range(10):
+        if not store.sweep_unsettled(later).reports:
+            break
+    assert stored_verdicts(store, traces) == expected_verdicts(batches, later)
+
+
+def test_a_call_issued_at_the_step_below_a_new_manifest_is_followed_by_it(store: Store) -> None:
+    """The call of step 1 is followed by the first request of a later step: when that
+    request's manifest arrives, the call's result is found missing from it."""
+    trace = os.urandom(16).hex()
+    original = Measurement(trace, "call_a", "original", 10, chars=100, step=1, span_id="1" * 16)
+    same_step = Manifest(trace, "req_1", step=1, tool_call_ids=(), span_id="2" * 16)
+    next_step = Manifest(trace, "req_2", step=2, tool_call_ids=(), span_id="3" * 16)
+    batches: Batches = [([original], []), ([], [same_step]), ([], [next_step])]
+    traces = ingest(store, batches, NOW)
+    verdicts = stored_verdicts(store, traces)
+    assert verdicts == expected_verdicts(batches, NOW)
+    assert verdicts[(trace, "call_a", "req_2")][0] == "dropped"
+
+
+def _judged_both_ways(store: Store, batches: Batches) -> dict[tuple[str, str, str | None], tuple]:
+    """Ingest into the store and into memory; both must equal the whole-set judgment."""
+    from ctxledger.verdicts.memory_state import MemoryTraceState
+
+    memory = MemoryTraceState(TOLERANCES)
+    for ms, mans in batches:
+        memory.ingest(ms, mans, now=NOW)
+    expected = expected_verdicts(batches, NOW)
+    in_memory = {
+        key: (r.verdict, r.settled, r.lost_items, r.lost_chars, r.lost_tokens, r.step)
+        for key, r in memory.reports.items()
+    }
+    assert in_memory == expected
+    stored = stored_verdicts(store, ingest(store, batches, NOW))
+    assert stored == expected
+    return stored
+
+
+def test_a_later_manifest_copy_that_no_longer_lists_a_call_gives_it_back_its_own_journey(
+    store: Store,
+) -> None:
+    trace = os.urandom(16).hex()
+    original = Measurement(trace, "call_a", "original", 10, chars=100, step=5, span_id="1" * 16)
+    listed = Manifest(
+        trace, "req_1", step=1, tool_call_ids=("call_a",), span_id="2" * 16, observed_at=900.0
+    )
+    unlisted = replace(listed, tool_call_ids=(), observed_at=901.0)
+    stored = _judged_both_ways(store, [([original], [listed]), ([], [unlisted])])
+    assert set(stored) == {(trace, "call_a", None)}
+
+
+def test_a_later_manifest_copy_with_another_step_moves_the_request_that_follows(
+    store: Store,
+) -> None:
+    trace = os.urandom(16).hex()
+    original = Measurement(trace, "call_a", "original", 10, chars=100, step=1, span_id="1" * 16)
+    near = Manifest(trace, "req_x", step=2, tool_call_ids=(), span_id="2" * 16, observed_at=900.0)
+    far = Manifest(trace, "req_y", step=3, tool_call_ids=(), span_id="3" * 16, observed_at=900.0)
+    moved = replace(near, step=4, observed_at=901.0)
+    stored = _judged_both_ways(store, [([original], [near, far]), ([], [moved])])
+    assert {k[2]: v[0] for k, v in stored.items()} == {"req_y": "dropped"}
