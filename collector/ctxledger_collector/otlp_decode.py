@@ -13,7 +13,7 @@ import base64
 import binascii
 import json
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from google.protobuf.message import DecodeError
@@ -97,10 +97,12 @@ class DecodedBatch:
 
 def _proto_value(value: AnyValue) -> Any:
     kind = value.WhichOneof("value")
-    if kind is None:
-        return None
+    if kind == "string_value":  # most values: tried first
+        return value.string_value
     if kind == "array_value":
         return [_proto_value(v) for v in value.array_value.values]
+    if kind is None:
+        return None
     if kind == "kvlist_value":
         return {kv.key: _proto_value(kv.value) for kv in value.kvlist_value.values}
     return getattr(value, kind)
@@ -244,23 +246,24 @@ def _classify(span: RawSpan, batch: DecodedBatch) -> None:
     observed_at = (span.end_time_unix_nano // 1000) / 1e6
     try:
         if is_measurement(attrs):
+            # The contract names the agent by gen_ai.agent.name, else service.name.
             measurement = measurement_from_attributes(
                 attrs,
                 trace_id=span.trace_id,
                 span_id=span.span_id,
                 observed_at=observed_at,
                 dropped_attributes=span.dropped_attributes_count,
+                default_agent=span.service_name or None,
             )
-            if measurement.agent_name is None and span.service_name:
-                # The contract names the agent by gen_ai.agent.name, else service.name.
-                measurement = replace(measurement, agent_name=span.service_name)
             batch.measurements.append(DecodedMeasurement(measurement, attrs, span.service_name))
         else:
             manifest = manifest_from_attributes(
-                attrs, trace_id=span.trace_id, span_id=span.span_id, observed_at=observed_at
+                attrs,
+                trace_id=span.trace_id,
+                span_id=span.span_id,
+                observed_at=observed_at,
+                default_agent=span.service_name or None,
             )
-            if manifest.agent_name is None and span.service_name:
-                manifest = replace(manifest, agent_name=span.service_name)
             batch.manifests.append(DecodedManifest(manifest, attrs, span.service_name))
     except InvalidSpan as error:
         batch.rejected.append(Rejection(span.trace_id, span.span_id, str(error)))

@@ -7,6 +7,7 @@ functions, so a span means the same thing wherever it is judged.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from itertools import repeat
 from typing import Any
 
 from ctxledger import semconv as sc
@@ -124,7 +125,7 @@ def _strs(attrs: Mapping[str, Any], name: str) -> tuple[str, ...] | None:
         return None
     if isinstance(value, str) or not isinstance(value, Sequence):
         raise InvalidSpan(f"{name} must be an array of strings")
-    if not all(isinstance(v, str) for v in value):
+    if not all(map(isinstance, value, repeat(str))):
         raise InvalidSpan(f"{name} must hold only strings")
     return tuple(value)
 
@@ -136,8 +137,10 @@ def measurement_from_attributes(
     span_id: str | None = None,
     observed_at: float = 0.0,
     dropped_attributes: int = 0,
+    default_agent: str | None = None,
 ) -> Measurement:
-    """Read a stage measurement span. Raises :class:`InvalidSpan` saying what is wrong."""
+    """Read a stage measurement span. Raises :class:`InvalidSpan` saying what is wrong.
+    ``default_agent`` names the agent when the span does not (the resource's service)."""
     stage = _str(attrs, sc.STAGE, required=True)
     assert stage is not None
     order = _int(attrs, sc.STAGE_ORDER)
@@ -160,7 +163,7 @@ def measurement_from_attributes(
         chars=_int(attrs, sc.SIZE_CHARS, required=True) or 0,
         request_id=request_id,
         tool_name=_str(attrs, sc.TOOL_NAME),
-        agent_name=_str(attrs, sc.AGENT_NAME),
+        agent_name=_str(attrs, sc.AGENT_NAME) or default_agent,
         step=_int(attrs, sc.STEP),
         bytes=_int(attrs, sc.SIZE_BYTES),
         tokens=tokens,
@@ -193,6 +196,7 @@ def manifest_from_attributes(
     trace_id: str,
     span_id: str | None = None,
     observed_at: float = 0.0,
+    default_agent: str | None = None,
 ) -> Manifest:
     """Read a request manifest span. Raises :class:`InvalidSpan` saying what is wrong."""
     return Manifest(
@@ -205,7 +209,7 @@ def manifest_from_attributes(
         tokenizer=_str(attrs, sc.TOKENIZER),
         context_window=_int(attrs, sc.REQUEST_CONTEXT_WINDOW),
         model=_str(attrs, sc.REQUEST_MODEL),
-        agent_name=_str(attrs, sc.AGENT_NAME),
+        agent_name=_str(attrs, sc.AGENT_NAME) or default_agent,
         sdk_dropped_spans=_int(attrs, sc.SDK_DROPPED_SPANS),
         observed_at=observed_at,
         span_id=span_id,

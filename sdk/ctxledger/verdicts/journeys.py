@@ -73,7 +73,7 @@ class CallJudgment:
 
 
 def mentions(manifest: Manifest, call_id: str) -> bool:
-    return call_id in manifest.tool_call_ids or call_id in (manifest.tool_calls or ())
+    return call_id in manifest.results or call_id in (manifest.calls or ())
 
 
 def call_step(before: Iterable[Measurement]) -> int | None:
@@ -169,8 +169,8 @@ def _judge_journey(
             notes.append(f"stage {m.stage}: tokens estimated from a prefix (very large text)")
 
     if manifest is not None:
-        has_result = call_id in manifest.tool_call_ids
-        has_call = manifest.tool_calls is not None and call_id in manifest.tool_calls
+        has_result = call_id in manifest.results
+        has_call = manifest.calls is not None and call_id in manifest.calls
         if has_call and not has_result:
             findings.append(semconv.VERDICT_ORPHANED)
             notes.append(
@@ -193,7 +193,7 @@ def _judge_journey(
                 extra_lost_tokens = last.tokens or 0
 
     reached_model = any(m.order >= semconv.BUILTIN_STAGE_ORDER[semconv.STAGE_SENT] for m in stages)
-    if manifest is not None and call_id in manifest.tool_call_ids:
+    if manifest is not None and call_id in manifest.results:
         reached_model = True
     if not reached_model and manifest is None and stages:
         waited = None if now is None else now - max(m.observed_at for m in stages)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from ctxledger import semconv
 
@@ -71,6 +72,16 @@ class Manifest:
     sdk_dropped_spans: int | None = None
     observed_at: float = 0.0
     span_id: str | None = None
+
+    @cached_property
+    def results(self) -> frozenset[str]:
+        """The tool results present, for membership tests (a long run lists many)."""
+        return frozenset(self.tool_call_ids)
+
+    @cached_property
+    def calls(self) -> frozenset[str] | None:
+        """The tool calls issued, when the manifest says (None: not measured)."""
+        return None if self.tool_calls is None else frozenset(self.tool_calls)
 
 
 @dataclass(frozen=True)
