@@ -204,7 +204,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.perf_counter()
     # Exactly the spans the clients send: whole batches, cut from runs of ~200 spans.
     loads = {
-        s.name: workload.build(s.clients * s.batches_per_client * s.batch, 200).spans[
+        s.name: workload.build(s.clients * s.batches_per_client * s.batch + 200, 200).spans[
             : s.clients * s.batches_per_client * s.batch
         ]
         for s in scenarios

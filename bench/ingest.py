@@ -87,7 +87,7 @@ def run_point(
         collector(url, workdir / f"serve-{name}.log") as running,
     ):
         sampler = RssSampler(running.pid).start()
-        result = feed(running.traces_endpoint, batches_of(load.spans, batch), threads, 120.0)
+        result = feed(running.traces_endpoint, batches_of(load.spans, batch), threads, 60.0)
         peak = sampler.stop()
         stored = verify.read_stored(url, running.base_url)
     sent = list(keys.values())

@@ -250,10 +250,10 @@ class _RunWriter:
 
 
 def build(total_spans: int, trace_spans: int, seed: int = SEED) -> Workload:
-    """Whole runs of about ``trace_spans`` spans each, at least ``total_spans`` in all."""
+    """Whole runs of about ``trace_spans`` spans each, about ``total_spans`` in all."""
     steps = steps_for(trace_spans)
     per_trace = SPANS_PER_STEP * steps + 1
-    traces = max(1, -(-total_spans // per_trace))
+    traces = max(1, round(total_spans / per_trace))
     writer = _RunWriter(random.Random(seed), traces * steps)
     for _ in range(traces):
         writer.run(steps)
