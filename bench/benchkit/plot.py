@@ -24,7 +24,7 @@ def plot_growth(
         return False
     colours = {"sqlite": "tab:blue", "postgresql": "tab:orange"}
     figure, axes = plt.subplots(figsize=(8, 5), dpi=110)
-    for database, points in curves.items():
+    for n, (database, points) in enumerate(curves.items()):
         xs, ys = [p[0] for p in points], [p[1] for p in points]
         colour = colours.get(database)
         axes.plot(xs, ys, marker="o", color=colour, label=f"{database}: collector, end to end")
@@ -33,7 +33,7 @@ def plot_growth(
                 f"{y:,.0f}",
                 (x, y),
                 textcoords="offset points",
-                xytext=(0, 6),
+                xytext=(0, 6 if n == 0 else -13),
                 ha="center",
                 fontsize=8,
                 color=colour,
@@ -48,6 +48,9 @@ def plot_growth(
         )
     axes.set_xscale("log")
     axes.set_yscale("log")
+    values = [*floors.values(), *(y for points in curves.values() for _, y in points)]
+    if values:  # room above the floors and below the lowest point, for the labels
+        axes.set_ylim(min(values) / 1.8, max(values) * 1.8)
     axes.set_xlabel("spans per trace (same total, traces of this length)")
     axes.set_ylabel("spans/s stored and judged")
     axes.set_title(f"ctxledger ingest: throughput vs trace length\n{subtitle}", fontsize=10)
