@@ -32,6 +32,7 @@ test: lint
 bench: install
 	$(BIN)/python bench/sdk_overhead.py
 	$(BIN)/python bench/ingest.py
+	$(BIN)/python bench/admission.py
 	$(BIN)/python bench/truncation_strategies.py
 
 clean:

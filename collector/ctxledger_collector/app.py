@@ -11,6 +11,7 @@ from fastapi import FastAPI
 from starlette.concurrency import run_in_threadpool
 
 from ctxledger.__about__ import __version__
+from ctxledger_collector.admission import IngestAdmission
 from ctxledger_collector.alerts.config import default_config, load_alerts_config
 from ctxledger_collector.alerts.delivery import DeliveryWorker
 from ctxledger_collector.alerts.events import AlertContext
@@ -75,6 +76,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         store=Store(engine, settings.tolerances(), alerts),
         metrics=metrics,
         alerts=alerts,
+        admission=IngestAdmission(settings.admission_limits()),
     )
     worker = DeliveryWorker(
         engine,

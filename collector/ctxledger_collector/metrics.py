@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable, Iterator
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from sqlalchemy import Engine, func, select
@@ -121,6 +121,24 @@ class CollectorMetrics:
             "ctxledger_ingest_spans",
             "Spans received by kind: measurement, manifest, ignored (not ours), rejected",
             ["kind"],
+            registry=self.registry,
+        )
+        self.refused = Counter(
+            "ctxledger_ingest_refused",
+            "Export requests refused with 503 + Retry-After before their body was read, "
+            "because ingest was busy: reason requests (every slot taken) or bytes (the "
+            "in-flight byte budget spent)",
+            ["reason"],
+            registry=self.registry,
+        )
+        self.in_flight_requests = Gauge(
+            "ctxledger_ingest_in_flight_requests",
+            "Export requests being read, decoded or stored now",
+            registry=self.registry,
+        )
+        self.in_flight_bytes = Gauge(
+            "ctxledger_ingest_in_flight_bytes",
+            "Body bytes reserved by the export requests in flight",
             registry=self.registry,
         )
         self.duration = Histogram(

@@ -6,6 +6,7 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from ctxledger.verdicts import Tolerances
+from ctxledger_collector.admission import AdmissionLimits
 
 
 class Settings(BaseSettings):
@@ -44,6 +45,31 @@ class Settings(BaseSettings):
         description="apply migrations on start (default: yes for SQLite, no for PostgreSQL)",
     )
     retry_after_s: int = Field(default=5, description="Retry-After sent with a 503")
+    ingest_max_requests: int = Field(
+        default=2,
+        ge=1,
+        description="export requests read, decoded and stored at once; more wait, then 503",
+    )
+    ingest_max_inflight_bytes: int = Field(
+        default=16 * 1024 * 1024,
+        ge=1,
+        description="total body bytes (as sent) of the requests in flight; a larger body "
+        "is admitted only alone",
+    )
+    ingest_admission_wait_s: float = Field(
+        default=0.5,
+        ge=0,
+        description="how long a request waits for a slot and bytes before it is refused",
+    )
+    ingest_busy_retry_after_s: int = Field(
+        default=1, ge=0, description="Retry-After sent with a 503 when ingest is busy"
+    )
+    ingest_body_timeout_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="an admitted request's body must arrive within this (else 408), so a "
+        "stalled client cannot hold a slot",
+    )
     alerts_file: str | None = Field(
         default=None,
         description="alert rules (YAML or TOML); without it: alert on silent, dropped and "
@@ -64,6 +90,13 @@ class Settings(BaseSettings):
     dashboard_url: str | None = Field(
         default=None, description="public URL of the dashboard, for deep links in the API"
     )
+
+    def admission_limits(self) -> AdmissionLimits:
+        return AdmissionLimits(
+            max_requests=self.ingest_max_requests,
+            max_bytes=self.ingest_max_inflight_bytes,
+            wait_s=self.ingest_admission_wait_s,
+        )
 
     def tolerances(self) -> Tolerances:
         return Tolerances(

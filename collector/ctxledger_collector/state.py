@@ -1,4 +1,4 @@
-"""What the routes share: settings, engine, store and metrics of one app."""
+"""What the routes share: settings, engine, store, metrics and ingest admission of one app."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import Engine
 
+from ctxledger_collector.admission import IngestAdmission
 from ctxledger_collector.alerts.events import AlertContext
 from ctxledger_collector.metrics import CollectorMetrics
 from ctxledger_collector.settings import Settings
@@ -19,3 +20,4 @@ class AppState:
     store: Store
     metrics: CollectorMetrics
     alerts: AlertContext
+    admission: IngestAdmission

@@ -39,6 +39,12 @@ class AlertContext:
     settle_s: float = 0.0
 
 
+# PostgreSQL parses a row-value IN list recursively: some 7,800 (trace, call, request)
+# tuples in one statement exceed its default max_stack_depth ("stack depth limit
+# exceeded"), which a trace of 10,000 spans reaches. Look them up in slices.
+_KEYS_PER_LOOKUP = 500
+
+
 def _insert(dialect: str) -> Any:
     return postgresql.insert if dialect == "postgresql" else sqlite.insert
 
@@ -77,16 +83,21 @@ def record_events(
         return 0
     columns = ALERT_EVENTS.c
     journey_columns = (columns.trace_id, columns.tool_call_id, columns.request_key)
-    existing = session.execute(
-        select(
-            columns.id,
-            columns.rule,
-            columns.agent,
-            columns.tool,
-            columns.batch_id,
-            *journey_columns,
-        ).where(tuple_(*journey_columns).in_(sorted(judged)))
-    ).all()
+    keys = sorted(judged)
+    existing = [
+        row
+        for start in range(0, len(keys), _KEYS_PER_LOOKUP)
+        for row in session.execute(
+            select(
+                columns.id,
+                columns.rule,
+                columns.agent,
+                columns.tool,
+                columns.batch_id,
+                *journey_columns,
+            ).where(tuple_(*journey_columns).in_(keys[start : start + _KEYS_PER_LOOKUP]))
+        )
+    ]
     notified = {
         (row.rule, row.trace_id, row.tool_call_id, row.request_key)
         for row in existing

@@ -1,18 +1,26 @@
 """``POST /v1/traces``: OTLP/HTTP ingest, protobuf or JSON, optionally gzip.
 
 Status codes: 200 with partial success for rejected spans, 400 for a malformed body,
-401 for a missing or wrong API key, 413 for a body over the limit, 415 for an
-unsupported content type or encoding, 503 with Retry-After when storage is down (so
-standard exporters retry). The answer is sent only after the batch is committed.
+401 for a missing or wrong API key, 408 for a body that did not arrive in time, 413 for
+a body over the limit, 415 for an unsupported content type or encoding, 503 with
+Retry-After when storage is down or ingest is busy (so standard exporters retry). The
+answer is sent only after the batch is committed.
+
+Admission (:mod:`ctxledger_collector.admission`) comes before the body is read: a
+request that finds no slot and no room in the in-flight byte budget within a short wait
+is refused from its headers alone, so refused work costs neither memory nor decoding.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
 import logging
 import time
 import zlib
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import replace
 
 from fastapi import APIRouter, Request, Response
@@ -24,6 +32,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from sqlalchemy.exc import StatementError
 
+from ctxledger_collector.admission import Busy, Reservation
 from ctxledger_collector.database import is_storage_outage
 from ctxledger_collector.otlp_decode import (
     JSON_TYPE,
@@ -46,11 +55,14 @@ _GRPC_RESOURCE_EXHAUSTED = 8
 
 
 class RequestRejected(Exception):
-    def __init__(self, status: int, message: str, grpc_code: int) -> None:
+    def __init__(
+        self, status: int, message: str, grpc_code: int, headers: dict[str, str] | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
         self.grpc_code = grpc_code
+        self.headers = headers or {}
 
 
 def _media_type(request: Request) -> str:
@@ -80,13 +92,49 @@ def _check_api_key(request: Request, state: AppState) -> None:
         )
 
 
-async def _read_body(request: Request, limit: int) -> bytes:
-    """The body as sent, streamed so that an oversized one is refused without holding it."""
-    declared = request.headers.get("content-length")
-    if declared and declared.isdigit() and int(declared) > limit:
+def _declared_length(request: Request, limit: int) -> int | None:
+    """The ``Content-Length``, refused at once when over the limit; None when absent."""
+    declared = request.headers.get("content-length", "").strip()
+    if not declared.isdigit():
+        return None
+    if int(declared) > limit:
         raise RequestRejected(
             413, f"body of {declared} bytes is over the limit of {limit}", _GRPC_RESOURCE_EXHAUSTED
         )
+    return int(declared)
+
+
+@asynccontextmanager
+async def _admitted(state: AppState, declared: int | None) -> AsyncIterator[Reservation]:
+    """A slot and the body's bytes for the request, or 503 + Retry-After when busy."""
+    admission, metrics = state.admission, state.metrics
+    try:
+        async with admission.admit(declared) as reservation:
+            metrics.in_flight_requests.set(admission.requests_in_flight)
+            metrics.in_flight_bytes.set(admission.bytes_in_flight)
+            try:
+                yield reservation
+            except Busy as busy:  # a chunked body outgrew the budget while arriving
+                raise _busy(state, busy) from None
+    except Busy as busy:
+        raise _busy(state, busy) from None
+    finally:
+        metrics.in_flight_requests.set(admission.requests_in_flight)
+        metrics.in_flight_bytes.set(admission.bytes_in_flight)
+
+
+def _busy(state: AppState, busy: Busy) -> RequestRejected:
+    state.metrics.refused.labels(busy.reason).inc()
+    return RequestRejected(
+        503,
+        f"ingest is busy ({busy.reason} in flight at the limit); nothing was stored, retry",
+        _GRPC_UNAVAILABLE,
+        {"Retry-After": str(state.settings.ingest_busy_retry_after_s)},
+    )
+
+
+async def _read_body(request: Request, limit: int, reservation: Reservation) -> bytes:
+    """The body as sent, streamed so that an oversized one is refused without holding it."""
     chunks: list[bytes] = []
     size = 0
     async for chunk in request.stream():
@@ -95,8 +143,20 @@ async def _read_body(request: Request, limit: int) -> bytes:
             raise RequestRejected(
                 413, f"body is over the limit of {limit} bytes", _GRPC_RESOURCE_EXHAUSTED
             )
+        reservation.account(size)
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+async def _read_body_in_time(
+    request: Request, limit: int, reservation: Reservation, timeout_s: float
+) -> bytes:
+    try:
+        return await asyncio.wait_for(_read_body(request, limit, reservation), timeout_s)
+    except asyncio.TimeoutError:
+        raise RequestRejected(
+            408, f"the body did not arrive within {timeout_s:g} s", _GRPC_INVALID_ARGUMENT
+        ) from None
 
 
 def _check_media_type(media: str) -> None:
@@ -173,9 +233,13 @@ def _success(media: str, batch: DecodedBatch) -> Response:
         200: {"description": "stored; rejected spans are counted in partial_success"},
         400: {"description": "malformed body"},
         401: {"description": "missing or wrong API key"},
+        408: {"description": "the body did not arrive in time"},
         413: {"description": "body over the limit"},
         415: {"description": "unsupported content type or encoding"},
-        503: {"description": "storage unavailable; retry after Retry-After seconds"},
+        503: {
+            "description": "storage unavailable, or ingest busy; nothing was stored, retry "
+            "after Retry-After seconds"
+        },
     },
 )
 async def export_traces(request: Request, state: StateDep) -> Response:
@@ -183,13 +247,20 @@ async def export_traces(request: Request, state: StateDep) -> Response:
     started = time.perf_counter()
     media = _media_type(request)
     try:
+        settings = state.settings
         _check_api_key(request, state)
         _check_media_type(media)
-        body = await _read_body(request, state.settings.max_body_bytes)
         gzipped = _is_gzip(request)
-        response = await run_in_threadpool(_store_export, state, body, gzipped, media)
+        declared = _declared_length(request, settings.max_body_bytes)
+        async with _admitted(state, declared) as reservation:
+            body = await _read_body_in_time(
+                request, settings.max_body_bytes, reservation, settings.ingest_body_timeout_s
+            )
+            response = await run_in_threadpool(_store_export, state, body, gzipped, media)
     except RequestRejected as rejected:
-        response = _error(media, rejected.status, rejected.message, rejected.grpc_code)
+        response = _error(
+            media, rejected.status, rejected.message, rejected.grpc_code, **rejected.headers
+        )
     encoding = "protobuf" if media == PROTOBUF else "json" if media == JSON_TYPE else "other"
     state.metrics.requests.labels(encoding, str(response.status_code)).inc()
     state.metrics.duration.observe(time.perf_counter() - started)
