@@ -33,15 +33,21 @@ def stored_keys(database_url: str) -> tuple[frozenset[Key], int, dict[str, int]]
         with engine.connect() as connection:
             keys: set[Key] = set()
             for trace_id, call, stage in connection.execute(
-                text("SELECT trace_id, tool_call_id, stage FROM measurements")
+                text(
+                    "SELECT r.trace_id, m.tool_call_id, m.stage FROM measurements m "
+                    "JOIN runs r ON r.id = m.run_id"
+                )
             ):
                 keys.add(("measurement", trace_id, call, stage))
             for trace_id, request in connection.execute(
-                text("SELECT trace_id, request_id FROM manifests")
+                text(
+                    "SELECT r.trace_id, m.request_id FROM manifests m "
+                    "JOIN runs r ON r.id = m.run_id"
+                )
             ):
                 keys.add(("manifest", trace_id, request))
             calls = connection.scalar(
-                text("SELECT count(*) FROM (SELECT DISTINCT trace_id, tool_call_id FROM reports) c")
+                text("SELECT count(*) FROM (SELECT DISTINCT run_id, tool_call_id FROM reports) c")
             )
             verdicts = {
                 str(verdict): int(count)

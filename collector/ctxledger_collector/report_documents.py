@@ -14,8 +14,9 @@ from sqlalchemy import Connection
 from ctxledger import semconv as sc
 from ctxledger.verdicts import Measurement
 from ctxledger_collector.rows import MEASUREMENT_COLUMNS
-from ctxledger_collector.statements import Statements, chunks
+from ctxledger_collector.statements import Statements
 from ctxledger_collector.stored_records import loads, measurement_of
+from ctxledger_collector.tables import MEASUREMENTS
 
 _RUN = MEASUREMENT_COLUMNS.index("run_id")
 _CALL = MEASUREMENT_COLUMNS.index("tool_call_id")
@@ -116,20 +117,18 @@ StageIndex = Mapping[tuple[int, str, str], Sequence[Measurement]]
 def read_stages(
     connection: Connection, keys: set[tuple[int, str, str]], trace_ids: Mapping[int, str]
 ) -> StageIndex:
-    """The measurements of many (run, call, request key) groups, in one query per chunk."""
-    sql = Statements(connection.dialect.name)
+    """The measurements of many (run, call, request key) groups, in one go."""
     found: dict[tuple[int, str, str], list[Measurement]] = defaultdict(list)
-    columns = ", ".join(MEASUREMENT_COLUMNS)
-    for chunk in chunks(sorted(keys)):
-        values = ", ".join(f"({sql.marks(3)})" for _ in chunk)
-        query = (
-            f"SELECT {columns} FROM measurements "
-            f"WHERE (run_id, tool_call_id, request_key) IN (VALUES {values})"
-        )
-        params = tuple(v for key in chunk for v in key)
-        for row in connection.exec_driver_sql(query, params):
-            key = (row[_RUN], row[_CALL], row[_REQUEST])
-            found[key].append(measurement_of(row, trace_ids[row[_RUN]]))
+    rows = Statements(connection.dialect.name).select_keys(
+        connection,
+        MEASUREMENTS,
+        MEASUREMENT_COLUMNS,
+        ("run_id", "tool_call_id", "request_key"),
+        sorted(keys),
+    )
+    for row in rows:
+        key = (row[_RUN], row[_CALL], row[_REQUEST])
+        found[key].append(measurement_of(row, trace_ids[row[_RUN]]))
     return found
 
 

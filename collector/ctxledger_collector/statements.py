@@ -1,20 +1,25 @@
 """The SQL the store runs on every export, written once for SQLite and PostgreSQL.
 
-Plain statements for the driver's ``executemany`` (one round trip per table per batch,
-no per-row compilation): upserts that keep the copy the duplicate rule prefers, the
-run upsert that hands back each trace's integer id, and lookups by many keys at once.
+Every statement works on many rows or keys at once, in as few round trips as the
+database allows: on SQLite ``executemany`` and ``VALUES`` lists (an in-process call is
+cheap); on PostgreSQL one statement per batch whose rows travel as column arrays
+(``unnest``), which its planner joins by index whatever the number of keys. Upserts keep
+the copy the duplicate rule prefers; the run upsert hands back each trace's integer id.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any
+
+from sqlalchemy import BigInteger, Boolean, Connection, Float, Integer, Table
 
 from ctxledger_collector.rows import COPY_KEY
 
-#: Keys per lookup statement: far below SQLite's 32,766 variables and PostgreSQL's 65,535.
+#: Keys per SQLite statement: far below its 32,766 variables.
 CHUNK = 500
+
+Row = Sequence[Any]
 
 
 def chunks(items: Sequence[Any], size: int = CHUNK) -> Iterator[Sequence[Any]]:
@@ -22,62 +27,146 @@ def chunks(items: Sequence[Any], size: int = CHUNK) -> Iterator[Sequence[Any]]:
         yield items[start : start + size]
 
 
-@dataclass(frozen=True)
+def _array_type(table: Table, column: str) -> str:
+    kind = table.c[column].type
+    if isinstance(kind, Boolean):
+        return "bool[]"
+    if isinstance(kind, (BigInteger, Integer)):
+        return "int8[]"
+    if isinstance(kind, Float):
+        return "float8[]"
+    return "text[]"
+
+
+def _columns_of(rows: Sequence[Row], width: int) -> list[list[Any]]:
+    return [list(column) for column in zip(*rows, strict=True)] if rows else [[]] * width
+
+
 class Statements:
-    """SQL text for one dialect (``sqlite`` or ``postgresql``)."""
+    """Bulk statements for one connection's dialect."""
 
-    dialect: str
-
-    @property
-    def mark(self) -> str:
-        """The driver's parameter marker: sqlite3 is qmark, psycopg is format."""
-        return "?" if self.dialect == "sqlite" else "%s"
+    def __init__(self, dialect: str) -> None:
+        self.dialect = dialect
+        self.postgres = dialect == "postgresql"
+        self.mark = "%s" if self.postgres else "?"
 
     def marks(self, count: int) -> str:
         return ", ".join([self.mark] * count)
 
-    def _insert(self, table: str, columns: Sequence[str]) -> str:
-        return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({self.marks(len(columns))})"
+    def _unnest(self, table: Table, columns: Sequence[str], alias: str) -> str:
+        arrays = ", ".join(f"{self.mark}::{_array_type(table, c)}" for c in columns)
+        return f"unnest({arrays}) AS {alias}({', '.join(columns)})"
+
+    # --- writing --------------------------------------------------------------------------
 
     def upsert(
-        self, table: str, columns: Sequence[str], key: Sequence[str], *, preferred: bool = False
-    ) -> str:
-        """Insert rows; a row whose key is stored replaces it (only when the duplicate rule
-        prefers it, with ``preferred``)."""
+        self,
+        connection: Connection,
+        table: Table,
+        columns: Sequence[str],
+        key: Sequence[str],
+        rows: Sequence[Row],
+        *,
+        preferred: bool = False,
+    ) -> None:
+        """Insert ``rows``; a row whose key is stored replaces it (only when the duplicate
+        rule prefers it, with ``preferred``)."""
+        if not rows:
+            return
+        names = ", ".join(columns)
         updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c not in key)
-        sql = (
-            f"{self._insert(table, columns)} ON CONFLICT ({', '.join(key)}) DO UPDATE SET {updates}"
-        )
+        conflict = f"ON CONFLICT ({', '.join(key)}) DO UPDATE SET {updates}"
         if preferred:
             new = ", ".join(f"excluded.{c}" for c in COPY_KEY)
-            old = ", ".join(f"{table}.{c}" for c in COPY_KEY)
-            sql += f" WHERE ({new}) > ({old})"
-        return sql
+            old = ", ".join(f"{table.name}.{c}" for c in COPY_KEY)
+            conflict += f" WHERE ({new}) > ({old})"
+        if self.postgres:
+            source = f"SELECT * FROM {self._unnest(table, columns, 'v')}"
+            sql = f"INSERT INTO {table.name} ({names}) {source} {conflict}"
+            connection.exec_driver_sql(sql, tuple(_columns_of(rows, len(columns))))
+        else:
+            sql = f"INSERT INTO {table.name} ({names}) VALUES ({self.marks(len(columns))}) "
+            connection.exec_driver_sql(sql + conflict, list(rows))
 
-    def upsert_runs(self, count: int) -> str:
-        """``count`` runs in one statement, answering ``(id, trace_id)`` for each."""
-        lowest, highest = ("min", "max") if self.dialect == "sqlite" else ("least", "greatest")
-        values = ", ".join(f"({self.marks(5)})" for _ in range(count))
-        return (
-            "INSERT INTO runs (trace_id, service_name, agent_name, first_seen, last_seen) "
-            f"VALUES {values} ON CONFLICT (trace_id) DO UPDATE SET "
+    def delete_keys(
+        self, connection: Connection, table: Table, key: Sequence[str], keys: Sequence[Row]
+    ) -> None:
+        if not keys:
+            return
+        if self.postgres:
+            matches = " AND ".join(f"{table.name}.{c} = k.{c}" for c in key)
+            sql = f"DELETE FROM {table.name} USING {self._unnest(table, key, 'k')} WHERE {matches}"
+            connection.exec_driver_sql(sql, tuple(_columns_of(keys, len(key))))
+        else:
+            where = " AND ".join(f"{c} = ?" for c in key)
+            connection.exec_driver_sql(f"DELETE FROM {table.name} WHERE {where}", list(keys))
+
+    def upsert_runs(self, connection: Connection, runs: Sequence[Row]) -> list[Row]:
+        """Runs (trace id, service, agent, first and last seen) as ``(id, trace_id)``."""
+        lowest, highest = ("least", "greatest") if self.postgres else ("min", "max")
+        update = (
+            "ON CONFLICT (trace_id) DO UPDATE SET "
             f"first_seen = {lowest}(runs.first_seen, excluded.first_seen), "
             f"last_seen = {highest}(runs.last_seen, excluded.last_seen), "
             "service_name = coalesce(excluded.service_name, runs.service_name), "
             "agent_name = coalesce(excluded.agent_name, runs.agent_name) "
             "RETURNING id, trace_id"
         )
+        found: list[Row] = []
+        for chunk in chunks(runs, 1000):
+            values = ", ".join(f"({self.marks(5)})" for _ in chunk)
+            sql = (
+                "INSERT INTO runs (trace_id, service_name, agent_name, first_seen, last_seen) "
+                f"VALUES {values} {update}"
+            )
+            params = tuple(value for run in chunk for value in run)
+            found.extend(connection.exec_driver_sql(sql, params).fetchall())
+        return found
 
-    def select_by_keys(
-        self, table: str, columns: Sequence[str], key: Sequence[str], count: int
-    ) -> str:
-        """The rows of ``count`` keys (tuples of the ``key`` columns)."""
-        values = ", ".join(f"({self.marks(len(key))})" for _ in range(count))
-        return (
-            f"SELECT {', '.join(columns)} FROM {table} "
-            f"WHERE ({', '.join(key)}) IN (VALUES {values})"
-        )
+    # --- reading --------------------------------------------------------------------------
 
-    def delete_by_key(self, table: str, key: Sequence[str]) -> str:
-        where = " AND ".join(f"{c} = {self.mark}" for c in key)
-        return f"DELETE FROM {table} WHERE {where}"
+    def select_keys(
+        self,
+        connection: Connection,
+        table: Table,
+        columns: Sequence[str],
+        key: Sequence[str],
+        keys: Sequence[Row],
+    ) -> list[Row]:
+        """The rows of ``table`` whose ``key`` columns equal one of ``keys``."""
+        if not keys:
+            return []
+        selected = ", ".join(f"t.{c}" for c in columns)
+        if self.postgres:
+            matches = " AND ".join(f"t.{c} = k.{c}" for c in key)
+            sql = (
+                f"SELECT {selected} FROM {self._unnest(table, key, 'k')} "
+                f"JOIN {table.name} t ON {matches}"
+            )
+            return list(connection.exec_driver_sql(sql, tuple(_columns_of(keys, len(key)))))
+        found: list[Row] = []
+        for chunk in chunks(keys):
+            values = ", ".join(f"({self.marks(len(key))})" for _ in chunk)
+            sql = (
+                f"SELECT {selected} FROM {table.name} t "
+                f"WHERE ({', '.join(f't.{c}' for c in key)}) IN (VALUES {values})"
+            )
+            found.extend(connection.exec_driver_sql(sql, tuple(v for k in chunk for v in k)))
+        return found
+
+    def per_key(
+        self, connection: Connection, names: Sequence[str], keys: Sequence[Row], query: str
+    ) -> list[Row]:
+        """``query`` over ``v(<names>)``, a relation holding ``keys`` (integers)."""
+        if not keys:
+            return []
+        if self.postgres:
+            arrays = ", ".join(f"{self.mark}::int8[]" for _ in names)
+            sql = f"WITH v AS (SELECT * FROM unnest({arrays}) AS u({', '.join(names)})) {query}"
+            return list(connection.exec_driver_sql(sql, tuple(_columns_of(keys, len(names)))))
+        found: list[Row] = []
+        for chunk in chunks(keys):
+            values = ", ".join(f"({self.marks(len(names))})" for _ in chunk)
+            sql = f"WITH v({', '.join(names)}) AS (VALUES {values}) {query}"
+            found.extend(connection.exec_driver_sql(sql, tuple(v for k in chunk for v in k)))
+        return found

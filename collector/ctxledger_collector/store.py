@@ -15,7 +15,6 @@ import hashlib
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from sqlalchemy import Connection, Engine, text
 from sqlalchemy.exc import StatementError
@@ -45,7 +44,8 @@ from ctxledger_collector.rows import (
     report_row,
     run_sightings,
 )
-from ctxledger_collector.statements import Statements, chunks
+from ctxledger_collector.statements import Statements
+from ctxledger_collector.tables import CALLS, MANIFESTS, MEASUREMENTS, REPORTS
 from ctxledger_collector.trace_state import SqlTraceState
 
 
@@ -83,15 +83,6 @@ class Store:
         self.alerts = alerts
         self.dialect = engine.dialect.name
         self.sql = Statements(self.dialect)
-        self._upsert_measurements = self.sql.upsert(
-            "measurements", MEASUREMENT_COLUMNS, MEASUREMENT_KEY, preferred=True
-        )
-        self._upsert_manifests = self.sql.upsert(
-            "manifests", MANIFEST_COLUMNS, MANIFEST_KEY, preferred=True
-        )
-        self._upsert_calls = self.sql.upsert("calls", CALL_COLUMNS, CALL_KEY)
-        self._upsert_reports = self.sql.upsert("reports", REPORT_COLUMNS, REPORT_KEY)
-        self._delete_report = self.sql.delete_by_key("reports", REPORT_KEY)
 
     # --- ingest --------------------------------------------------------------------
 
@@ -119,8 +110,17 @@ class Store:
                 len(MANIFEST_KEY),
                 MANIFEST_COPY_KEY,
             )
-            self._many(connection, self._upsert_measurements, measurements)
-            self._many(connection, self._upsert_manifests, manifests)
+            self.sql.upsert(
+                connection,
+                MEASUREMENTS,
+                MEASUREMENT_COLUMNS,
+                MEASUREMENT_KEY,
+                measurements,
+                preferred=True,
+            )
+            self.sql.upsert(
+                connection, MANIFESTS, MANIFEST_COLUMNS, MANIFEST_KEY, manifests, preferred=True
+            )
             outcome.measurements, outcome.manifests = len(measurements), len(manifests)
             plan = plan_rejudging(
                 [i.measurement for i in batch.measurements],
@@ -183,10 +183,6 @@ class Store:
 
     # --- writing -------------------------------------------------------------------
 
-    def _many(self, connection: Connection, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        if rows:
-            connection.exec_driver_sql(sql, list(rows))
-
     def _lock_traces(self, connection: Connection, trace_ids: Iterable[str]) -> None:
         if self.dialect != "postgresql":
             return
@@ -197,13 +193,8 @@ class Store:
 
     def _upsert_runs(self, connection: Connection, runs: Sequence[RunSighting]) -> dict[str, int]:
         """Each run's integer id, made on its first sighting."""
-        ids: dict[str, int] = {}
-        for chunk in chunks(sorted(runs, key=lambda r: r.trace_id)):
-            sql = self.sql.upsert_runs(len(chunk))
-            params = tuple(value for run in chunk for value in run.values())
-            for run_id, trace_id in connection.exec_driver_sql(sql, params):
-                ids[trace_id] = run_id
-        return ids
+        ordered = [run.values() for run in sorted(runs, key=lambda r: r.trace_id)]
+        return {trace_id: run_id for run_id, trace_id in self.sql.upsert_runs(connection, ordered)}
 
     def _write_judgments(
         self,
@@ -222,7 +213,7 @@ class Store:
         existing = {
             (run_id, call_id, request_key): (verdict, lost_tokens)
             for run_id, call_id, request_key, verdict, lost_tokens in state.rows_by_keys(
-                "reports",
+                REPORTS,
                 ("run_id", "tool_call_id", "request_key", "verdict", "lost_tokens"),
                 REPORT_KEY,
                 considered,
@@ -242,8 +233,9 @@ class Store:
                 if previous != report.verdict:
                     outcome.changes.append(VerdictChange(report, previous, previous_tokens))
                 outcome.reports.append(report)
-        self._many(connection, self._upsert_reports, rows)
-        self._many(connection, self._delete_report, [k for k in existing if k not in written])
+        self.sql.upsert(connection, REPORTS, REPORT_COLUMNS, REPORT_KEY, rows)
+        stale = [k for k in existing if k not in written]
+        self.sql.delete_keys(connection, REPORTS, REPORT_KEY, stale)
 
     def _write_call_steps(
         self,
@@ -258,7 +250,7 @@ class Store:
             for j in judgments
             if j.call_step is not None and (j.trace_id, j.call_id) in whole
         ]
-        self._many(connection, self._upsert_calls, rows)
+        self.sql.upsert(connection, CALLS, CALL_COLUMNS, CALL_KEY, rows)
 
     def _record_alerts(self, connection: Connection, outcome: IngestOutcome, now: float) -> None:
         if self.alerts is None or not outcome.reports:

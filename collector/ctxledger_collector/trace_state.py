@@ -13,13 +13,14 @@ from collections import defaultdict
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, Table
 
 from ctxledger.verdicts import Manifest, Measurement
 from ctxledger.verdicts.incremental import CallKey, JourneyKey, RequestKey, StepKey
 from ctxledger_collector.rows import MANIFEST_COLUMNS, MEASUREMENT_COLUMNS
-from ctxledger_collector.statements import Statements, chunks
+from ctxledger_collector.statements import Statements
 from ctxledger_collector.stored_records import manifest_of, measurement_of
+from ctxledger_collector.tables import MANIFESTS, MEASUREMENTS, REPORTS
 
 _RUN = MEASUREMENT_COLUMNS.index("run_id")
 
@@ -35,21 +36,14 @@ class SqlTraceState:
         #: Every manifest read so far (the store dates reports by them).
         self.manifests_read: dict[RequestKey, Manifest] = {}
 
-    def _rows(self, sql: str, params: Sequence[Any]) -> list[Sequence[Any]]:
-        return list(self.connection.exec_driver_sql(sql, tuple(params)).fetchall())
-
     def rows_by_keys(
-        self, table: str, columns: Sequence[str], key: Sequence[str], keys: Collection[Any]
+        self, table: Table, columns: Sequence[str], key: Sequence[str], keys: Collection[Any]
     ) -> list[Sequence[Any]]:
-        found: list[Sequence[Any]] = []
-        for chunk in chunks(sorted(keys)):
-            sql = self.sql.select_by_keys(table, columns, key, len(chunk))
-            found.extend(self._rows(sql, [value for k in chunk for value in k]))
-        return found
+        return self.sql.select_keys(self.connection, table, columns, key, sorted(keys))
 
     def _measurements(self, keys: Collection[tuple[int, str, str]]) -> list[Measurement]:
         rows = self.rows_by_keys(
-            "measurements", MEASUREMENT_COLUMNS, ("run_id", "tool_call_id", "request_key"), keys
+            MEASUREMENTS, MEASUREMENT_COLUMNS, ("run_id", "tool_call_id", "request_key"), keys
         )
         return [measurement_of(row, self.trace_ids[row[_RUN]]) for row in rows]
 
@@ -71,27 +65,22 @@ class SqlTraceState:
 
     def manifests(self, requests: Collection[RequestKey]) -> Mapping[RequestKey, Manifest]:
         keys = {(self.run_ids[t], r) for t, r in requests}
-        rows = self.rows_by_keys("manifests", MANIFEST_COLUMNS, ("run_id", "request_id"), keys)
+        rows = self.rows_by_keys(MANIFESTS, MANIFEST_COLUMNS, ("run_id", "request_id"), keys)
         run = MANIFEST_COLUMNS.index("run_id")
         found = (manifest_of(row, self.trace_ids[row[run]]) for row in rows)
         manifests = {(m.trace_id, m.request_id): m for m in found}
         self.manifests_read.update(manifests)
         return manifests
 
-    def _per_key(self, key_columns: str, keys: Sequence[Sequence[Any]], query: str) -> list[Any]:
-        """``query`` over a CTE ``v(<key_columns>)`` holding ``keys``, chunk by chunk."""
-        width = len(keys[0]) if keys else 0
-        found: list[Any] = []
-        for chunk in chunks(list(keys)):
-            values = ", ".join(f"({self.sql.marks(width)})" for _ in chunk)
-            sql = f"WITH v({key_columns}) AS (VALUES {values}) {query}"
-            found.extend(self._rows(sql, [value for key in chunk for value in key]))
-        return found
+    def _per_key(
+        self, names: Sequence[str], keys: Sequence[Sequence[Any]], query: str
+    ) -> list[Any]:
+        return self.sql.per_key(self.connection, names, keys, query)
 
     def requests_after(self, steps: Collection[StepKey]) -> Mapping[StepKey, frozenset[str]]:
         keys = sorted({(self.run_ids[t], s) for t, s in steps})
         rows = self._per_key(
-            "run_id, step",
+            ("run_id", "step"),
             keys,
             "SELECT v.run_id, v.step, m.request_id FROM v JOIN manifests m "
             "ON m.run_id = v.run_id AND m.step = (SELECT min(n.step) FROM manifests n "
@@ -105,7 +94,7 @@ class SqlTraceState:
     def step_below(self, steps: Collection[StepKey]) -> Mapping[StepKey, int | None]:
         keys = sorted({(self.run_ids[t], s) for t, s in steps})
         rows = self._per_key(
-            "run_id, step",
+            ("run_id", "step"),
             keys,
             "SELECT v.run_id, v.step, (SELECT max(m.step) FROM manifests m "
             "WHERE m.run_id = v.run_id AND m.step < v.step) FROM v",
@@ -118,7 +107,7 @@ class SqlTraceState:
             {(self.run_ids[t], lowest if low is None else low, high) for t, low, high in ranges}
         )
         rows = self._per_key(
-            "run_id, low, high",
+            ("run_id", "low", "high"),
             keys,
             "SELECT v.run_id, c.tool_call_id FROM v JOIN calls c ON c.run_id = v.run_id "
             "AND c.call_step >= v.low AND c.call_step < v.high",
@@ -128,7 +117,7 @@ class SqlTraceState:
     def judged_requests(self, calls: Collection[CallKey]) -> Mapping[CallKey, set[str | None]]:
         keys = {(self.run_ids[t], c) for t, c in calls}
         rows = self.rows_by_keys(
-            "reports", ("run_id", "tool_call_id", "request_key"), ("run_id", "tool_call_id"), keys
+            REPORTS, ("run_id", "tool_call_id", "request_key"), ("run_id", "tool_call_id"), keys
         )
         found: dict[CallKey, set[str | None]] = defaultdict(set)
         for run_id, call_id, request_key in rows:
@@ -138,7 +127,7 @@ class SqlTraceState:
     def judged_calls(self, requests: Collection[RequestKey]) -> Mapping[RequestKey, set[str]]:
         keys = {(self.run_ids[t], r) for t, r in requests}
         rows = self.rows_by_keys(
-            "reports", ("run_id", "request_key", "tool_call_id"), ("run_id", "request_key"), keys
+            REPORTS, ("run_id", "request_key", "tool_call_id"), ("run_id", "request_key"), keys
         )
         found: dict[RequestKey, set[str]] = defaultdict(set)
         for run_id, request_key, call_id in rows:

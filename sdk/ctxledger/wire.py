@@ -84,8 +84,18 @@ def is_manifest(attributes: Mapping[str, Any]) -> bool:
     )
 
 
+# Each reader returns at once for the common well-typed value (an exact type check) and
+# leaves everything else to the careful path that explains what is wrong.
+
+
 def _int(attrs: Mapping[str, Any], name: str, *, required: bool = False) -> int | None:
     value = attrs.get(name)
+    if type(value) is int and 0 <= value <= _MAX_INT:
+        return value
+    return _checked_int(value, name, required)
+
+
+def _checked_int(value: Any, name: str, required: bool) -> int | None:
     if value is None:
         if required:
             raise InvalidSpan(f"{name} is required")
@@ -101,6 +111,8 @@ def _int(attrs: Mapping[str, Any], name: str, *, required: bool = False) -> int 
 
 def _str(attrs: Mapping[str, Any], name: str, *, required: bool = False) -> str | None:
     value = attrs.get(name)
+    if type(value) is str and value:
+        return value
     if value is None or value == "":
         if required:
             raise InvalidSpan(f"{name} is required")
@@ -112,11 +124,11 @@ def _str(attrs: Mapping[str, Any], name: str, *, required: bool = False) -> str 
 
 def _bool(attrs: Mapping[str, Any], name: str, default: bool | None) -> bool | None:
     value = attrs.get(name)
+    if type(value) is bool:
+        return value
     if value is None:
         return default
-    if not isinstance(value, bool):
-        raise InvalidSpan(f"{name} must be a bool, got {type(value).__name__}")
-    return value
+    raise InvalidSpan(f"{name} must be a bool, got {type(value).__name__}")
 
 
 def _strs(attrs: Mapping[str, Any], name: str) -> tuple[str, ...] | None:
