@@ -10,9 +10,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ctxledger._encodings import DEFAULT_ENCODING
 from ctxledger._items import DEFAULT_ID_FIELDS, DEFAULT_ITEM_KEYS, item_id, view_items
 from ctxledger._markers import MarkerScanner
-from ctxledger._tokens import DEFAULT_ENCODING, TokenCounter
+from ctxledger._tokens import TokenCounter
 
 MustKeep = Callable[[Any], bool]
 

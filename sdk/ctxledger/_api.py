@@ -9,6 +9,7 @@ from opentelemetry import context as otel_context
 
 from ctxledger import semconv as sc
 from ctxledger._client import Client, get_client, install
+from ctxledger._encodings import encoding_name_for
 from ctxledger._export import PipelineStats
 from ctxledger._items import DEFAULT_ID_FIELDS, DEFAULT_ITEM_KEYS
 from ctxledger._jobs import RequestJob, StageJob
@@ -19,7 +20,6 @@ from ctxledger._runs import RunState, current_run, parent_span
 from ctxledger._safety import never_raises
 from ctxledger._serialize import to_text
 from ctxledger._settings import Settings
-from ctxledger._tokens import encoding_name_for
 from ctxledger.verdicts import STAGE_EMERGENCY_TRIM_ORDER, Tolerances
 
 

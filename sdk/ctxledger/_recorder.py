@@ -18,6 +18,7 @@ from opentelemetry.util.types import AttributeValue
 
 from ctxledger import semconv as sc
 from ctxledger._analysis import TextAnalyzer
+from ctxledger._encodings import encoding_name_for
 from ctxledger._export import DropCounter
 from ctxledger._jobs import ManifestJob, RequestJob, StageJob
 from ctxledger._ledger import Ledger
@@ -25,7 +26,6 @@ from ctxledger._messages import parse_request_body
 from ctxledger._models import context_window_for
 from ctxledger._safety import raise_errors, report_failure
 from ctxledger._stage_attributes import stage_attributes
-from ctxledger._tokens import encoding_name_for
 from ctxledger.wire import manifest_from_attributes, measurement_from_attributes
 
 

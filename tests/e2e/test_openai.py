@@ -67,6 +67,9 @@ def _assert_sent_is_what_the_server_received(
     assert sent[sc.SIZE_BYTES] == len(received_text.encode("utf-8"))
     assert sent[sc.SIZE_CHARS] == len(received_text)
     assert sent[sc.SIZE_ITEMS] == 12
+    # gpt-4o's own encoding, exactly as tiktoken counts it
+    assert sent[sc.TOKENIZER] == assembled[sc.TOKENIZER] == "o200k_base"
+    assert sent[sc.SIZE_TOKENS] == count_tokens(received_text, "o200k_base")
     assert sent[sc.TOOL_NAME] == "search_knowledge"
     # assembled (measured before the call) and sent (measured by the hook) are one request
     assert request_id is not None
@@ -80,6 +83,7 @@ def _assert_sent_is_what_the_server_received(
     assert attrs[sc.REQUEST_TOOL_CALL_IDS] == [CALL_ID]
     assert attrs[sc.REQUEST_TOOL_CALLS] == [CALL_ID]
     assert attrs[sc.REQUEST_MODEL] == MODEL
+    assert attrs[sc.TOKENIZER] == "o200k_base"
     # the manifest counted the tokens of the whole body the server received
     assert attrs[sc.REQUEST_TOKENS] == count_tokens(
         received.body.decode("utf-8"), attrs[sc.TOKENIZER]
