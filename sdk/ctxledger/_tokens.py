@@ -1,7 +1,8 @@
 """Token counts: exact, offline, cached by content digest and bounded in cost.
 
-An encoding is counted by tiktoken (:mod:`ctxledger._encodings`). An encoding it cannot
-load offline (``o200k_base`` on a platform without the
+An encoding is counted by the fast counter where bpe-openai provides one that matches
+tiktoken (:mod:`ctxledger._fast_counter`), else by tiktoken (:mod:`ctxledger._encodings`).
+An encoding that neither can load offline (``o200k_base`` on a platform without the
 bpe-openai wheel, unless tiktoken's cache holds it) is replaced by the bundled
 ``cl100k_base``, with a warning, and every count says which encoding it used.
 """
@@ -15,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ctxledger._encodings import DEFAULT_ENCODING, EncodingUnavailable, load_encoding
+from ctxledger._fast_counter import fast_counter
 
 logger = logging.getLogger("ctxledger")
 
@@ -39,6 +41,9 @@ def _tiktoken_count(name: str) -> CountFunction:
 
 
 def _choose(name: str) -> tuple[str, CountFunction]:
+    fast = fast_counter(name)
+    if fast is not None:
+        return name, fast.count
     try:
         return name, _tiktoken_count(name)
     except EncodingUnavailable as error:

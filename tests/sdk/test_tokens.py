@@ -180,6 +180,14 @@ def test_the_longest_token_table_of_budgets_is_the_vocabularys(encoding):
     assert budget._LONGEST_TOKEN_BYTES[encoding] == longest
 
 
+@pytest.mark.filterwarnings("ignore:open_binary is deprecated:DeprecationWarning")
+def test_the_application_can_still_import_bpe_openai_after_the_sdk_loaded_it():
+    TokenCounter().count("hello world", "d", "o200k_base")
+    import bpe_openai
+
+    assert bpe_openai.get_encoding("o200k_base").encode("hello world") == [24912, 2375]
+
+
 # A process where bpe-openai cannot be imported, as on a platform it has no wheel for.
 WITHOUT_BPE_OPENAI = textwrap.dedent(
     """
