@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ctxledger._encodings import DEFAULT_ENCODING, EncodingUnavailable, load_encoding
 from ctxledger._fast_counter import fast_counter
+from ctxledger._lru import LruCache
 
 logger = logging.getLogger("ctxledger")
 
@@ -83,22 +83,28 @@ class TokenCounter:
 
     def __init__(self, max_exact_chars: int = 1_048_576, cache_size: int = 4096) -> None:
         self.max_exact_chars = max_exact_chars
-        self._cache: OrderedDict[tuple[str, str], TokenCount] = OrderedDict()
-        self._cache_size = cache_size
-        self._lock = threading.Lock()
+        self._cache: LruCache[tuple[str, str], TokenCount] = LruCache(cache_size)
 
     def resolve(self, name: str) -> str:
         """The encoding actually used for ``name``: itself when it can be loaded
         offline, else the bundled ``cl100k_base``."""
         return counting_for(name)[0]
 
-    def count(self, text: str, digest: str, encoding_name: str = DEFAULT_ENCODING) -> TokenCount:
+    def count(
+        self,
+        text: str,
+        digest: str,
+        encoding_name: str = DEFAULT_ENCODING,
+        *,
+        cached: bool = True,
+    ) -> TokenCount:
+        """The tokens of ``text`` (whose SHA-256 is ``digest``). ``cached=False`` for a
+        caller that caches the result itself."""
         name, count = counting_for(encoding_name)
         key = (digest, name)
-        with self._lock:
+        if cached:
             hit = self._cache.get(key)
             if hit is not None:
-                self._cache.move_to_end(key)
                 return hit
         if len(text) <= self.max_exact_chars:
             result = TokenCount(count(text), name)
@@ -106,10 +112,8 @@ class TokenCounter:
             prefix = text[: self.max_exact_chars]
             estimate = round(count(prefix) * len(text) / len(prefix))
             result = TokenCount(estimate, name, estimated=True)
-        with self._lock:
-            self._cache[key] = result
-            if len(self._cache) > self._cache_size:
-                self._cache.popitem(last=False)
+        if cached:
+            self._cache.put(key, result)
         return result
 
     def count_many(self, texts: Sequence[str], encoding_name: str = DEFAULT_ENCODING) -> list[int]:
