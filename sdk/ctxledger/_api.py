@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -131,6 +132,7 @@ def measure(
             step=step if step is not None else run.step,
             agent_name=run.agent_name,
             encoding=_encoding(client, run, model),
+            start_ns=time.time_ns(),
             declared=declared,
             strategy=strategy,
             marker=marker,
@@ -166,6 +168,7 @@ def _submit_parts(
                 step=step,
                 agent_name=run.agent_name,
                 encoding=encoding,
+                start_ns=time.time_ns(),
                 parent=parent,
                 context=ctx,
             )

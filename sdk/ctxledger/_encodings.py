@@ -12,6 +12,7 @@ Encodings are loaded once per process, on first use, and shared by every counter
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import tempfile
@@ -94,6 +95,12 @@ def encoding_name_for(model: str | None, default: str = DEFAULT_ENCODING) -> str
     ``default`` for models neither knows (and when no model is given)."""
     if not model:
         return default
+    return _known_encoding(model) or default
+
+
+@functools.lru_cache(maxsize=512)
+def _known_encoding(model: str) -> str | None:
+    # Cached: the agent's thread asks this for every measurement of a run with a model.
     name = model.strip().lower()
     if name.startswith(_O200K_MODEL_PREFIXES) or any(
         name == series or name.startswith(f"{series}-") for series in _O_SERIES
@@ -102,7 +109,7 @@ def encoding_name_for(model: str | None, default: str = DEFAULT_ENCODING) -> str
     try:
         return str(tiktoken.encoding_name_for_model(name))
     except KeyError:
-        return default
+        return None
 
 
 def _registered(name: str) -> bool:
