@@ -16,10 +16,12 @@ from collections.abc import Callable
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests.tiktoken_reference import reference_count, reference_encoding
+from tests.tiktoken_reference import reference_count, reference_encoding, requires_bpe_openai
 
 from ctxledger._fast_counter import PROBES, fast_counter
 from ctxledger._tokens import TokenCounter, counting_for
+
+pytestmark = requires_bpe_openai
 
 ENCODINGS = ("cl100k_base", "o200k_base")
 PER_CLASS = 500

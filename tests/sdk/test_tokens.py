@@ -13,7 +13,7 @@ import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from tests.tiktoken_reference import reference_count, reference_encoding
+from tests.tiktoken_reference import reference_count, reference_encoding, requires_bpe_openai
 from tiktoken_ext import openai_public
 
 import ctxledger
@@ -79,6 +79,7 @@ def test_unknown_or_missing_models_use_the_configured_default():
     assert encoding_name_for("", "cl100k_base") == "cl100k_base"
 
 
+@requires_bpe_openai
 def test_o200k_base_is_tiktokens_own_definition():
     """Our copy of the pattern and special tokens equals tiktoken's, and the bundled
     vocabulary is the file tiktoken downloads (its published hash)."""
@@ -95,6 +96,7 @@ def test_o200k_base_is_tiktokens_own_definition():
     assert len(read_vocabulary("o200k_base").splitlines()) == 199_998
 
 
+@requires_bpe_openai
 def test_o200k_harmony_differs_from_o200k_base_in_special_tokens_only():
     harmony = load_encoding("o200k_harmony")
     assert harmony._pat_str == O200K_PATTERN
@@ -106,6 +108,7 @@ def test_o200k_harmony_differs_from_o200k_base_in_special_tokens_only():
     assert counter.count(text, "h", "o200k_harmony").tokenizer == "o200k_harmony"
 
 
+@requires_bpe_openai
 def test_hello_world_in_o200k_base():
     assert load_encoding("o200k_base").encode_ordinary("hello world") == [24912, 2375]
     assert reference_encoding("o200k_base").encode_ordinary("hello world") == [24912, 2375]
@@ -113,6 +116,7 @@ def test_hello_world_in_o200k_base():
     assert (count.tokens, count.tokenizer, count.estimated) == (2, "o200k_base", False)
 
 
+@requires_bpe_openai
 def test_the_issues_chinese_json_is_counted_as_gpt_4o_sees_it():
     text = json.dumps(CHINESE_RECORDS, ensure_ascii=False)
     o200k, cl100k = reference_count(text, "o200k_base"), reference_count(text, "cl100k_base")
@@ -123,6 +127,7 @@ def test_the_issues_chinese_json_is_counted_as_gpt_4o_sees_it():
     assert measured.items == 40
 
 
+@requires_bpe_openai
 def test_spans_record_the_encoding_that_counted(tmp_path):
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
@@ -162,6 +167,7 @@ def test_spans_record_the_encoding_that_counted(tmp_path):
     assert manifest[sc.REQUEST_TOKENS] == reference_count(body, "o200k_base")
 
 
+@requires_bpe_openai
 def test_budget_counts_with_the_same_counter():
     text = json.dumps(CHINESE_RECORDS[:5], ensure_ascii=False)
     budget = Budget(tokens=10_000, encoding="o200k_base")
@@ -172,6 +178,7 @@ def test_budget_counts_with_the_same_counter():
     ]
 
 
+@requires_bpe_openai
 @pytest.mark.parametrize("encoding", ["cl100k_base", "o200k_base"])
 def test_the_longest_token_table_of_budgets_is_the_vocabularys(encoding):
     from ctxledger.remedies import budget
@@ -180,6 +187,7 @@ def test_the_longest_token_table_of_budgets_is_the_vocabularys(encoding):
     assert budget._LONGEST_TOKEN_BYTES[encoding] == longest
 
 
+@requires_bpe_openai
 @pytest.mark.filterwarnings("ignore:open_binary is deprecated:DeprecationWarning")
 def test_the_application_can_still_import_bpe_openai_after_the_sdk_loaded_it():
     TokenCounter().count("hello world", "d", "o200k_base")
@@ -256,6 +264,7 @@ def test_without_bpe_openai_o200k_falls_back_to_cl100k_and_says_so(tmp_path):
     assert done.stderr.count("cannot be loaded offline") == 1  # said once, not per text
 
 
+@requires_bpe_openai
 def test_without_bpe_openai_a_tiktoken_cache_that_holds_o200k_still_gives_o200k(tmp_path):
     from tests.tiktoken_reference import seeded_tiktoken_cache
 
