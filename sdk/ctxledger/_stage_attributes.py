@@ -33,14 +33,15 @@ def measurement_attributes(measured: TextMeasurement) -> dict[str, AttributeValu
     attrs.update({k: v for k, v in optional.items() if v is not None})
     if measured.tokens_estimated:
         attrs[sc.SIZE_TOKENS_ESTIMATED] = True
+    # Tuples as they are: immutable, so the stages that share them cannot change them.
     if measured.item_ids is not None:
-        attrs[sc.ITEMS_IDS] = list(measured.item_ids)
+        attrs[sc.ITEMS_IDS] = measured.item_ids
         attrs[sc.ITEMS_IDS_COMPLETE] = measured.ids_complete
     if measured.fields is not None:
-        attrs[sc.ITEMS_FIELDS] = list(measured.fields)
+        attrs[sc.ITEMS_FIELDS] = measured.fields
         attrs[sc.ITEMS_FIELDS_COMPLETE] = measured.fields_complete
     if measured.markers_found:
-        attrs[sc.TRUNCATION_MARKERS_FOUND] = list(measured.markers_found)
+        attrs[sc.TRUNCATION_MARKERS_FOUND] = measured.markers_found
     return attrs
 
 
