@@ -32,6 +32,8 @@ import os
 import platform
 import random
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -286,31 +288,45 @@ def main() -> None:
         help="time each text's raw encode and journey one after the other (default: all "
         "raw encodes of a case, then all its journeys)",
     )
-    alternate = parser.parse_args().alternate
+    parser.add_argument("--encoding", choices=ENCODINGS, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    prepared = [(case, make_records(case.target_bytes)) for case in CASES]
+    if args.encoding:  # one block, in a process of its own (see below)
+        rows = bench_encoding(args.encoding, prepared, args.alternate)
+        print(json.dumps({"rows": rows, "counter": counter_name(args.encoding)}))
+        return
+
     print(
         f"python {platform.python_version()} ({platform.python_implementation()}), "
         f"tiktoken {metadata.version('tiktoken')}, ctxledger {ctxledger.__version__}, "
         f"CPUs {os.cpu_count()}, {platform.machine()} {platform.system()}"
     )
-    order = "each text's encode, then its journey" if alternate else "encodes, then journeys"
+    order = "each text's encode, then its journey" if args.alternate else "encodes, then journeys"
     print(
         f"stages {'/'.join(STAGES)}; medians, reps {'/'.join(str(c.reps) for c in CASES)}; "
-        f"{order}; export off, ledger off"
+        f"{order}; export off, ledger off; one process per encoding"
     )
-    print(
-        "SDK counter: "
-        + ", ".join(f"{encoding} {counter_name(encoding)}" for encoding in ENCODINGS)
-        + " (exact: equal to tiktoken's counts, which are the reference)"
-    )
-
-    prepared = [(case, make_records(case.target_bytes)) for case in CASES]
+    # Each encoding in a fresh process, as in an agent that counts for one model: a
+    # second encoding's tables in the same process slow the first one's count measurably.
     rows: list[str] = []
+    counters: list[str] = []
     for encoding in ENCODINGS:
-        rows += bench_encoding(encoding, prepared, alternate)
+        command = [sys.executable, __file__, "--encoding", encoding]
+        if args.alternate:
+            command.append("--alternate")
+        done = subprocess.run(command, capture_output=True, text=True, check=True)
+        block = json.loads(done.stdout.splitlines()[-1])
+        rows += block["rows"]
+        counters.append(f"{encoding} {block['counter']}")
 
     header = (
         f"{'size, encoding (bytes / chars)':<38} {'raw encode ms':>13} {'agent-thread ms':>15} "
         f"{'journey total ms':>16} {'total/raw':>9}  tokens"
+    )
+    print(
+        "SDK counter: "
+        + ", ".join(counters)
+        + " (exact: equal to tiktoken's counts, which are the reference)"
     )
     print()
     print(header)
