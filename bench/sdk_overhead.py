@@ -288,8 +288,16 @@ def main() -> None:
         help="time each text's raw encode and journey one after the other (default: all "
         "raw encodes of a case, then all its journeys)",
     )
+    parser.add_argument(
+        "--one-cpu",
+        action="store_true",
+        help="run on one CPU (Linux): the agent's thread and the SDK's worker then hand "
+        "off without waking another CPU, which costs about 10 us per hand-off on a VM",
+    )
     parser.add_argument("--encoding", choices=ENCODINGS, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.one_cpu:
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
     prepared = [(case, make_records(case.target_bytes)) for case in CASES]
     if args.encoding:  # one block, in a process of its own (see below)
         rows = bench_encoding(args.encoding, prepared, args.alternate)
@@ -302,9 +310,10 @@ def main() -> None:
         f"CPUs {os.cpu_count()}, {platform.machine()} {platform.system()}"
     )
     order = "each text's encode, then its journey" if args.alternate else "encodes, then journeys"
+    cpus = "one CPU" if args.one_cpu else "CPUs as the OS schedules them"
     print(
         f"stages {'/'.join(STAGES)}; medians, reps {'/'.join(str(c.reps) for c in CASES)}; "
-        f"{order}; export off, ledger off; one process per encoding"
+        f"{order}; export off, ledger off; one process per encoding; {cpus}"
     )
     # Each encoding in a fresh process, as in an agent that counts for one model: a
     # second encoding's tables in the same process slow the first one's count measurably.
@@ -312,8 +321,7 @@ def main() -> None:
     counters: list[str] = []
     for encoding in ENCODINGS:
         command = [sys.executable, __file__, "--encoding", encoding]
-        if args.alternate:
-            command.append("--alternate")
+        command += ["--alternate"] * args.alternate + ["--one-cpu"] * args.one_cpu
         done = subprocess.run(command, capture_output=True, text=True, check=True)
         block = json.loads(done.stdout.splitlines()[-1])
         rows += block["rows"]
@@ -339,8 +347,8 @@ def main() -> None:
         "(cached by sha256), so a journey costs one count by the SDK's counter (bpe-openai "
         "where it matches tiktoken), one JSON parse and canonical dump, the marker scan, "
         "the agent thread's four calls and two thread hand-offs; the last two are fixed "
-        "(about 30 us here) and weigh most at 2 KB. The agent thread only snapshots and "
-        "enqueues."
+        "(about 30 us with both threads on one CPU, 20 us more when the OS puts them on "
+        "two) and weigh most at 2 KB. The agent thread only snapshots and enqueues."
     )
 
 
