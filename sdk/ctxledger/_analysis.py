@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
-from collections import OrderedDict
+import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ctxledger._encodings import DEFAULT_ENCODING
 from ctxledger._items import DEFAULT_ID_FIELDS, DEFAULT_ITEM_KEYS, item_id, view_items
+from ctxledger._lru import LruCache
 from ctxledger._markers import MarkerScanner
-from ctxledger._tokens import DEFAULT_ENCODING, TokenCounter
+from ctxledger._tokens import TokenCount, TokenCounter
 
 MustKeep = Callable[[Any], bool]
 
@@ -37,6 +38,8 @@ class TextMeasurement:
     fields_complete: bool
     priority_items: int | None
     markers_found: tuple[str, ...]
+    requested_encoding: str = DEFAULT_ENCODING
+    """The encoding asked for; ``tokenizer`` is the one that counted."""
 
 
 @dataclass(frozen=True)
@@ -53,10 +56,16 @@ class AnalysisOptions:
     count_tokens: bool = True
 
 
+# No circularity check: what is encoded comes from json.loads, a tree.
+_CANONICAL_ENCODER = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, check_circular=False
+)
+
+
 def canonical_json(parsed: Any) -> str:
     """The contract's canonical form: sorted keys, no insignificant whitespace, no ASCII
     escaping."""
-    return json.dumps(parsed, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _CANONICAL_ENCODER.encode(parsed)
 
 
 def canonical_text(text: str) -> str:
@@ -76,9 +85,33 @@ def _capped_ids(ids: list[str], max_ids: int, max_chars: int) -> tuple[tuple[str
     return tuple(kept), True
 
 
+@dataclass
+class _Analysed:
+    """A text's measurement for each encoding asked for so far; all but the token
+    fields are the first one's."""
+
+    first: TextMeasurement
+    by_encoding: dict[str, TextMeasurement] = field(default_factory=dict)
+
+
+_LEADING_SPACE = re.compile(r"\s*")
+_JSON_LITERALS = ("true", "false", "null")
+
+
+def _may_be_json(text: str) -> bool:
+    if text[:1] in ("{", "[", '"'):
+        return True
+    first = _LEADING_SPACE.match(text).end()  # type: ignore[union-attr]  # \s* always matches
+    if text[first : first + 1] in ("{", "[", '"'):
+        return True
+    return len(text) - first < 16 and text.strip() in _JSON_LITERALS
+
+
 class TextAnalyzer:
-    """Measures texts; results are cached by (digest, encoding), so the same text at
-    several stages, or the same result in several requests, is analysed once."""
+    """Measures texts. Analyses are cached by digest, with the token count of each
+    encoding, so the same text at several stages, in several requests or for several
+    models is analysed once; the digest of a text equal to the previous one is not
+    computed again."""
 
     def __init__(
         self,
@@ -88,31 +121,58 @@ class TextAnalyzer:
     ) -> None:
         self.options = options or AnalysisOptions()
         self.counter = counter or TokenCounter()
-        self._cache: OrderedDict[tuple[str, str], TextMeasurement] = OrderedDict()
-        self._cache_size = cache_size
-        self._lock = threading.Lock()
+        self._analysed: LruCache[str, _Analysed] = LruCache(cache_size)
+        # The last text measured, its digest and its last measurement: the stages of a
+        # journey measure the same text one after the other.
+        self._previous: tuple[str, str, TextMeasurement | None] = (
+            "",
+            hashlib.sha256(b"").hexdigest(),
+            None,
+        )
 
     def measure(self, text: str, encoding: str = DEFAULT_ENCODING) -> TextMeasurement:
-        encoded = text.encode("utf-8", errors="surrogatepass")
-        digest = hashlib.sha256(encoded).hexdigest()
-        key = (digest, encoding)
-        with self._lock:
-            hit = self._cache.get(key)
-            if hit is not None:
-                self._cache.move_to_end(key)
-                return hit
-        result = self._analyse(text, len(encoded), digest, encoding)
-        with self._lock:
-            self._cache[key] = result
-            if len(self._cache) > self._cache_size:
-                self._cache.popitem(last=False)
-        return result
+        encoded: bytes | None = None
+        previous_text, digest, previous = self._previous
+        if text is previous_text or text == previous_text:
+            if previous is not None and previous.requested_encoding == encoding:
+                return previous
+        else:
+            encoded = text.encode("utf-8", errors="surrogatepass")
+            digest = hashlib.sha256(encoded).hexdigest()
+        analysed = self._analysed.get(digest)
+        if analysed is None:
+            if encoded is None:
+                encoded = text.encode("utf-8", errors="surrogatepass")
+            measured = self._analyse(text, encoded, digest, encoding)
+            analysed = _Analysed(measured, {encoding: measured})
+            self._analysed.put(digest, analysed)
+        else:
+            found = analysed.by_encoding.get(encoding)
+            if found is None:
+                tokens = self._tokens(text, digest, encoding)
+                found = replace(
+                    analysed.first,
+                    tokens=tokens.tokens if tokens else None,
+                    tokenizer=tokens.tokenizer if tokens else None,
+                    tokens_estimated=tokens.estimated if tokens else False,
+                    requested_encoding=encoding,
+                )
+                analysed.by_encoding[encoding] = found
+            measured = found
+        self._previous = (text, digest, measured)
+        return measured
 
-    def _analyse(self, text: str, size: int, digest: str, encoding: str) -> TextMeasurement:
+    def _tokens(self, text: str, digest: str, encoding: str) -> TokenCount | None:
+        if not self.options.count_tokens:
+            return None
+        return self.counter.count(text, digest, encoding, cached=False)
+
+    def _analyse(self, text: str, encoded: bytes, digest: str, encoding: str) -> TextMeasurement:
         opts = self.options
+        tokens = self._tokens(text, digest, encoding)
         parsed: Any = None
         json_valid = False
-        if text.lstrip()[:1] in ("{", "[", '"') or text.strip() in ("true", "false", "null"):
+        if _may_be_json(text):
             try:
                 parsed = json.loads(text)
                 json_valid = True
@@ -138,13 +198,12 @@ class TextAnalyzer:
         if opts.must_keep is not None and view.kind != "none":
             priority = sum(1 for it in view.items if _safe_predicate(opts.must_keep, it))
 
-        markers = opts.markers.find(text)
+        markers = opts.markers.find(text, encoded)
         if json_valid and isinstance(parsed, dict) and parsed.get("truncated") is True:
             markers = tuple(sorted({*markers, "json_truncated_flag"}))
-        tokens = self.counter.count(text, digest, encoding) if opts.count_tokens else None
         return TextMeasurement(
             chars=len(text),
-            bytes=size,
+            bytes=len(encoded),
             tokens=tokens.tokens if tokens else None,
             tokenizer=tokens.tokenizer if tokens else None,
             tokens_estimated=tokens.estimated if tokens else False,
@@ -161,6 +220,7 @@ class TextAnalyzer:
             fields_complete=fields_complete,
             priority_items=priority,
             markers_found=markers,
+            requested_encoding=encoding,
         )
 
 

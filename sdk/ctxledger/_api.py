@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -9,6 +10,7 @@ from opentelemetry import context as otel_context
 
 from ctxledger import semconv as sc
 from ctxledger._client import Client, get_client, install
+from ctxledger._encodings import encoding_name_for
 from ctxledger._export import PipelineStats
 from ctxledger._items import DEFAULT_ID_FIELDS, DEFAULT_ITEM_KEYS
 from ctxledger._jobs import RequestJob, StageJob
@@ -19,7 +21,6 @@ from ctxledger._runs import RunState, current_run, parent_span
 from ctxledger._safety import never_raises
 from ctxledger._serialize import to_text
 from ctxledger._settings import Settings
-from ctxledger._tokens import encoding_name_for
 from ctxledger.verdicts import STAGE_EMERGENCY_TRIM_ORDER, Tolerances
 
 
@@ -131,6 +132,7 @@ def measure(
             step=step if step is not None else run.step,
             agent_name=run.agent_name,
             encoding=_encoding(client, run, model),
+            start_ns=time.time_ns(),
             declared=declared,
             strategy=strategy,
             marker=marker,
@@ -166,6 +168,7 @@ def _submit_parts(
                 step=step,
                 agent_name=run.agent_name,
                 encoding=encoding,
+                start_ns=time.time_ns(),
                 parent=parent,
                 context=ctx,
             )

@@ -6,15 +6,20 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import NamedTuple
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.util.types import AttributeValue
 
 
-@dataclass(frozen=True)
-class StageJob:
-    """One tool result at one stage, as captured on the agent's thread."""
+class StageJob(NamedTuple):
+    """One tool result at one stage, as captured on the agent's thread.
+
+    A named tuple rather than a frozen dataclass: the agent's thread builds one per
+    measurement, and a tuple is built in a third of the time.
+    """
 
     stage: str
     order: int
@@ -25,14 +30,15 @@ class StageJob:
     step: int | None
     agent_name: str | None
     encoding: str
+    start_ns: int
+    """``time.time_ns()`` when the agent's thread measured."""
     declared: bool = False
     strategy: str | None = None
     marker: bool | None = None
     ref: str | None = None
     parent: trace.Span | None = None
     context: otel_context.Context | None = None
-    start_ns: int = field(default_factory=time.time_ns)
-    extra: Mapping[str, AttributeValue] = field(default_factory=dict)
+    extra: Mapping[str, AttributeValue] = MappingProxyType({})
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -52,23 +53,51 @@ DEFAULT_MARKERS: tuple[Marker, ...] = (
 )
 
 
+def _found_in_folded_bytes(needle: str) -> bool:
+    """Whether ``needle in text.lower()`` can be decided on the UTF-8 bytes of the text with
+    only ASCII letters lowered (one fast pass, no lower-cased copy of the text).
+
+    It can when no character of the needle is produced by lower-casing a non-ASCII
+    character: the only ASCII ones are ``k`` (from the Kelvin sign) and ``i`` (from ``İ``,
+    followed by a combining dot, so only a final ``i`` matters); letters without case
+    (category Lo: CJK, kana, hangul) are never produced. A test checks this over Unicode.
+    """
+    if "k" in needle or needle.endswith("i"):
+        return False
+    return all(char.isascii() or unicodedata.category(char) == "Lo" for char in needle)
+
+
 class MarkerScanner:
     """Finds which known markers a text carries."""
 
     def __init__(self, markers: Iterable[Marker] = DEFAULT_MARKERS) -> None:
         self.markers = tuple(markers)
-        self._compiled = [(m, re.compile(m.pattern)) for m in self.markers]
+        needles = list(dict.fromkeys(n for marker in self.markers for n in marker.needles))
+        self._folded_needles = tuple(
+            n.encode("utf-8") for n in needles if _found_in_folded_bytes(n)
+        )
+        self._lowered_needles = tuple(n for n in needles if not _found_in_folded_bytes(n))
+        order = [n for n in needles if _found_in_folded_bytes(n)] + list(self._lowered_needles)
+        self._compiled = [
+            (m.name, re.compile(m.pattern), tuple(order.index(n) for n in m.needles))
+            for m in self.markers
+        ]
 
-    def find(self, text: str) -> tuple[str, ...]:
-        """Names of the markers present in ``text``, in the order they are listed."""
-        lowered: str | None = None
+    def find(self, text: str, utf8: bytes | None = None) -> tuple[str, ...]:
+        """Names of the markers present in ``text``, in the order they are listed.
+        ``utf8`` is the text's UTF-8 encoding (``surrogatepass``), when the caller has it."""
+        if utf8 is None:
+            utf8 = text.encode("utf-8", errors="surrogatepass")
+        folded = utf8.lower()
+        present = [needle in folded for needle in self._folded_needles]
+        if self._lowered_needles:
+            lowered = text.lower()
+            present += [needle in lowered for needle in self._lowered_needles]
+        any_needle = True in present
         found: list[str] = []
-        for marker, regex in self._compiled:
-            if marker.needles:
-                if lowered is None:
-                    lowered = text.lower()
-                if not any(needle in lowered for needle in marker.needles):
-                    continue
+        for name, regex, needles in self._compiled:
+            if needles and not (any_needle and any(present[index] for index in needles)):
+                continue
             if regex.search(text):
-                found.append(marker.name)
+                found.append(name)
         return tuple(found)

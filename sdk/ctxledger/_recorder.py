@@ -13,20 +13,23 @@ import time
 from collections import deque
 from typing import Any
 
+from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.util.types import AttributeValue
 
 from ctxledger import semconv as sc
-from ctxledger._analysis import TextAnalyzer
+from ctxledger._analysis import TextAnalyzer, TextMeasurement
+from ctxledger._encodings import encoding_name_for
 from ctxledger._export import DropCounter
 from ctxledger._jobs import ManifestJob, RequestJob, StageJob
 from ctxledger._ledger import Ledger
 from ctxledger._messages import parse_request_body
 from ctxledger._models import context_window_for
 from ctxledger._safety import raise_errors, report_failure
-from ctxledger._stage_attributes import stage_attributes
-from ctxledger._tokens import encoding_name_for
+from ctxledger._stage_attributes import measurement_attributes, stage_attributes
 from ctxledger.wire import manifest_from_attributes, measurement_from_attributes
+
+_BATCH = 16
 
 
 def _span_ids(span: trace.Span) -> tuple[str, str]:
@@ -58,6 +61,15 @@ class Recorder:
         self._busy = False
         self._closed = False
         self._errors: list[BaseException] = []
+        self._measured_in_batch = 0
+        self._previous_context: tuple[
+            trace.Span | None, otel_context.Context | None, otel_context.Context | None
+        ] = (None, None, None)
+        # The stages of one journey usually measure the same text one after the other.
+        self._previous_measurement: tuple[TextMeasurement | None, dict[str, AttributeValue]] = (
+            None,
+            {},
+        )
         self._thread = threading.Thread(target=self._run, name="ctxledger-measure", daemon=True)
         self._thread.start()
 
@@ -82,31 +94,47 @@ class Recorder:
                     self._busy = False
                     self._cond.notify_all()
                     return
-                job = self._queue.popleft()
+                # A few jobs per wake-up (a journey's stages arrive together); few enough
+                # that what is held outside the bounded queue stays small.
+                batch = [self._queue.popleft() for _ in range(min(len(self._queue), _BATCH))]
                 self._busy = True
-            try:
-                if isinstance(job, StageJob):
-                    self._emit_stage(job)
-                elif isinstance(job, RequestJob):
-                    self._emit_request(job)
-                else:
-                    self._emit_manifest(job)
-            except Exception as error:
-                self._errors.append(error)
-                report_failure("ctxledger measurement", error)
+            for job in batch:
+                try:
+                    if isinstance(job, StageJob):
+                        self._emit_stage(job)
+                    elif isinstance(job, RequestJob):
+                        self._emit_request(job)
+                    else:
+                        self._emit_manifest(job)
+                except Exception as error:
+                    self._errors.append(error)
+                    report_failure("ctxledger measurement", error)
+            # Counted once per batch (before flush can return), not once per span.
+            if self._measured_in_batch:
+                self.counter.add("measured", self._measured_in_batch)
+                self._measured_in_batch = 0
 
     def _start_span(self, name: str, job: StageJob | ManifestJob, attrs: Any) -> trace.Span:
         ctx = job.context
         if job.parent is not None:
-            ctx = trace.set_span_in_context(job.parent, ctx)
+            # Consecutive jobs of a run share its parent and usually the caller's context.
+            parent, context, with_parent = self._previous_context
+            if job.parent is not parent or ctx is not context:
+                with_parent = trace.set_span_in_context(job.parent, ctx)
+                self._previous_context = (job.parent, ctx, with_parent)
+            ctx = with_parent
         return self.tracer.start_span(name, context=ctx, attributes=attrs, start_time=job.start_ns)
 
     def _emit_stage(self, job: StageJob) -> None:
         measured = self.analyzer.measure(job.text, job.encoding)
-        attrs = stage_attributes(job, measured, self.capture_content)
+        previous, shared = self._previous_measurement
+        if measured is not previous:
+            shared = measurement_attributes(measured)
+            self._previous_measurement = (measured, shared)
+        attrs = stage_attributes(job, measured, self.capture_content, shared)
         span = self._start_span(f"{sc.SPAN_MEASUREMENT} {job.stage}", job, attrs)
         span.end()
-        self.counter.add("measured")
+        self._measured_in_batch += 1
         if self.ledger is not None:
             trace_id, span_id = _span_ids(span)
             self.ledger.observe_measurement(

@@ -40,6 +40,11 @@ class RunState:
     step: int = 0
     pending: RequestState | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
+    root: trace.Span | None = field(default=None, init=False, repr=False)
+    """``parent`` as a span, made once: every measurement of the run hangs under it."""
+
+    def __post_init__(self) -> None:
+        self.root = NonRecordingSpan(self.parent) if self.parent is not None else None
 
     def open_request(self, request_id: str | None = None, step: int | None = None) -> RequestState:
         """The pending request, opened now unless one is already waiting."""
@@ -99,7 +104,7 @@ def parent_span(state: RunState) -> trace.Span | None:
     """The span a measurement hangs under. A run started inside an application span
     follows the live context (joining the application's trace); a run started outside
     any span keeps its own root, so one run is always one trace."""
-    return NonRecordingSpan(state.parent) if state.parent is not None else None
+    return state.root
 
 
 @contextlib.contextmanager

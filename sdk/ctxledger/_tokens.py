@@ -1,61 +1,78 @@
-"""Token counting with tiktoken, offline, cached by content digest and bounded in cost."""
+"""Token counts: exact, offline, cached by content digest and bounded in cost.
+
+An encoding is counted by the fast counter where bpe-openai provides one that matches
+tiktoken (:mod:`ctxledger._fast_counter`), else by tiktoken (:mod:`ctxledger._encodings`).
+An encoding that neither can load offline (``o200k_base`` on a platform without the
+bpe-openai wheel, unless tiktoken's cache holds it) is replaced by the bundled
+``cl100k_base``, with a warning, and every count says which encoding it used.
+"""
 
 from __future__ import annotations
 
-import hashlib
-import os
-import tempfile
+import logging
 import threading
-from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-import tiktoken
+from ctxledger._encodings import DEFAULT_ENCODING, EncodingUnavailable, load_encoding
+from ctxledger._fast_counter import fast_counter
+from ctxledger._lru import LruCache
 
-DEFAULT_ENCODING = "cl100k_base"
-#: tiktoken's download locations; a cached copy makes an encoding usable offline.
-_BLOB_URLS = {
-    "o200k_base": "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken",
-    "cl100k_base": "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken",
-}
+logger = logging.getLogger("ctxledger")
+
+CountFunction = Callable[[str], int]
 
 
 @dataclass(frozen=True)
 class TokenCount:
     tokens: int
     tokenizer: str
+    """The encoding actually used."""
     estimated: bool = False
 
 
-def _cached_offline(name: str) -> bool:
-    """Whether tiktoken can load ``name`` without a network (its cache holds the file)."""
-    url = _BLOB_URLS.get(name)
-    if url is None:
-        return False
-    cache_dir = os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get("DATA_GYM_CACHE_DIR")
-    if not cache_dir:
-        cache_dir = os.path.join(tempfile.gettempdir(), "data-gym-cache")
-    return os.path.exists(os.path.join(cache_dir, hashlib.sha1(url.encode()).hexdigest()))
+def _tiktoken_count(name: str) -> CountFunction:
+    encode = load_encoding(name).encode_ordinary
+
+    def count(text: str) -> int:
+        return len(encode(text))
+
+    return count
 
 
-def _registered(name: str) -> bool:
+def _choose(name: str) -> tuple[str, CountFunction]:
+    fast = fast_counter(name)
+    if fast is not None:
+        return name, fast.count
     try:
-        from tiktoken.registry import list_encoding_names
+        return name, _tiktoken_count(name)
+    except EncodingUnavailable as error:
+        if name == DEFAULT_ENCODING:
+            raise  # bundled with every install: a broken install must show
+        logger.warning(
+            "ctxledger: %s; tokens meant for %s are counted with %s and recorded as %s",
+            error,
+            name,
+            DEFAULT_ENCODING,
+            DEFAULT_ENCODING,
+        )
+        return _choose(DEFAULT_ENCODING)
 
-        return name in list_encoding_names()
-    except Exception:  # old tiktoken without the helper
-        return False
+
+_lock = threading.Lock()
+_chosen: dict[str, tuple[str, CountFunction]] = {}
 
 
-def encoding_name_for(model: str | None, default: str = DEFAULT_ENCODING) -> str:
-    """The encoding a model uses (``o200k_base`` for gpt-4o and later, ``cl100k_base``
-    for gpt-4 and gpt-3.5, the default for models tiktoken does not know)."""
-    if not model:
-        return default
-    try:
-        return str(tiktoken.encoding_name_for_model(model))
-    except KeyError:
-        return default
+def counting_for(name: str) -> tuple[str, CountFunction]:
+    """The encoding actually used for ``name`` and its exact counting function, chosen
+    once per process."""
+    chosen = _chosen.get(name)
+    if chosen is None:
+        with _lock:
+            chosen = _chosen.get(name)
+            if chosen is None:
+                chosen = _chosen[name] = _choose(name)
+    return chosen
 
 
 class TokenCounter:
@@ -66,50 +83,40 @@ class TokenCounter:
 
     def __init__(self, max_exact_chars: int = 1_048_576, cache_size: int = 4096) -> None:
         self.max_exact_chars = max_exact_chars
-        self._cache: OrderedDict[tuple[str, str], TokenCount] = OrderedDict()
-        self._cache_size = cache_size
-        self._lock = threading.Lock()
-        self._encodings: dict[str, Any] = {}
-        self._resolved: dict[str, str] = {}
+        self._cache: LruCache[tuple[str, str], TokenCount] = LruCache(cache_size)
 
     def resolve(self, name: str) -> str:
-        """The encoding actually used for ``name``: itself when loadable offline, else
-        the bundled ``cl100k_base``."""
-        if name not in self._resolved:
-            usable = (
-                name == DEFAULT_ENCODING
-                or _registered(f"{name}_offline")
-                or (_cached_offline(name))
-            )
-            self._resolved[name] = name if usable else DEFAULT_ENCODING
-        return self._resolved[name]
+        """The encoding actually used for ``name``: itself when it can be loaded
+        offline, else the bundled ``cl100k_base``."""
+        return counting_for(name)[0]
 
-    def _encoding(self, name: str) -> Any:
-        encoding = self._encodings.get(name)
-        if encoding is None:
-            offline = f"{name}_offline"
-            encoding = tiktoken.get_encoding(offline if _registered(offline) else name)
-            self._encodings[name] = encoding
-        return encoding
-
-    def count(self, text: str, digest: str, encoding_name: str = DEFAULT_ENCODING) -> TokenCount:
-        name = self.resolve(encoding_name)
+    def count(
+        self,
+        text: str,
+        digest: str,
+        encoding_name: str = DEFAULT_ENCODING,
+        *,
+        cached: bool = True,
+    ) -> TokenCount:
+        """The tokens of ``text`` (whose SHA-256 is ``digest``). ``cached=False`` for a
+        caller that caches the result itself."""
+        name, count = counting_for(encoding_name)
         key = (digest, name)
-        with self._lock:
+        if cached:
             hit = self._cache.get(key)
             if hit is not None:
-                self._cache.move_to_end(key)
                 return hit
-        encoding = self._encoding(name)
         if len(text) <= self.max_exact_chars:
-            result = TokenCount(len(encoding.encode_ordinary(text)), name)
+            result = TokenCount(count(text), name)
         else:
             prefix = text[: self.max_exact_chars]
-            prefix_tokens = len(encoding.encode_ordinary(prefix))
-            estimate = round(prefix_tokens * len(text) / len(prefix))
+            estimate = round(count(prefix) * len(text) / len(prefix))
             result = TokenCount(estimate, name, estimated=True)
-        with self._lock:
-            self._cache[key] = result
-            if len(self._cache) > self._cache_size:
-                self._cache.popitem(last=False)
+        if cached:
+            self._cache.put(key, result)
         return result
+
+    def count_many(self, texts: Sequence[str], encoding_name: str = DEFAULT_ENCODING) -> list[int]:
+        """Exact counts of many (typically small) texts, not cached and not bounded."""
+        count = counting_for(encoding_name)[1]
+        return [count(text) for text in texts]

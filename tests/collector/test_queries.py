@@ -22,14 +22,13 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
-import tiktoken
-from tiktoken.registry import list_encoding_names
 
 import ctxledger
 from ctxledger._client import Client
 from ctxledger.verdicts import VERDICT_SEVERITY
 from ctxledger_collector.settings import Settings
 from tests.collector.live_collector import LiveCollector
+from tests.tiktoken_reference import reference_count
 
 MODEL = "ctxl-test-model"
 CONTEXT_WINDOW = 50_000
@@ -204,9 +203,7 @@ def calls(found: list[dict[str, Any]]) -> list[str]:
 
 
 def count_tokens(text: str, tokenizer: str) -> int:
-    offline = f"{tokenizer}_offline"
-    name = offline if offline in list_encoding_names() else tokenizer
-    return len(tiktoken.get_encoding(name).encode_ordinary(text))
+    return reference_count(text, tokenizer)
 
 
 # --- /api/v1/reports -----------------------------------------------------------------

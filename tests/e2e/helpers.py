@@ -7,10 +7,8 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-import tiktoken
-from tiktoken.registry import list_encoding_names
-
 from ctxledger import semconv as sc
+from tests.tiktoken_reference import reference_count
 
 from .otlp_receiver import ReceivedSpan
 
@@ -43,10 +41,8 @@ def manifest_spans(spans: Iterable[ReceivedSpan]) -> list[ReceivedSpan]:
 
 
 def count_tokens(text: str, tokenizer: str) -> int:
-    """Tokens of ``text`` with tiktoken, independently of the SDK (offline copy if any)."""
-    offline = f"{tokenizer}_offline"
-    name = offline if offline in list_encoding_names() else tokenizer
-    return len(tiktoken.get_encoding(name).encode_ordinary(text))
+    """Tokens of ``text`` with tiktoken, independently of the SDK (offline)."""
+    return reference_count(text, tokenizer)
 
 
 def wait_for(predicate: Callable[[], bool], timeout_s: float = 20.0, what: str = "") -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import importlib.util
 import json
 from collections.abc import Callable
 from typing import Any
@@ -21,6 +22,7 @@ from .otlp_receiver import OTLPReceiver
 from .stand_in_llm import ChatCompletionsServer
 
 MODEL = "gpt-4o"
+GPT_4O_ENCODING = "o200k_base" if importlib.util.find_spec("bpe_openai") else "cl100k_base"
 CALL_ID = "call_kb_1"
 # Quotes, a backslash, a newline, a tab and CJK text: anything a JSON encoder may escape.
 TOOL_CONTENT = json.dumps(
@@ -67,6 +69,9 @@ def _assert_sent_is_what_the_server_received(
     assert sent[sc.SIZE_BYTES] == len(received_text.encode("utf-8"))
     assert sent[sc.SIZE_CHARS] == len(received_text)
     assert sent[sc.SIZE_ITEMS] == 12
+    # gpt-4o's own encoding (where bpe-openai brings it), exactly as tiktoken counts it
+    assert sent[sc.TOKENIZER] == assembled[sc.TOKENIZER] == GPT_4O_ENCODING
+    assert sent[sc.SIZE_TOKENS] == count_tokens(received_text, GPT_4O_ENCODING)
     assert sent[sc.TOOL_NAME] == "search_knowledge"
     # assembled (measured before the call) and sent (measured by the hook) are one request
     assert request_id is not None
@@ -80,6 +85,7 @@ def _assert_sent_is_what_the_server_received(
     assert attrs[sc.REQUEST_TOOL_CALL_IDS] == [CALL_ID]
     assert attrs[sc.REQUEST_TOOL_CALLS] == [CALL_ID]
     assert attrs[sc.REQUEST_MODEL] == MODEL
+    assert attrs[sc.TOKENIZER] == GPT_4O_ENCODING
     # the manifest counted the tokens of the whole body the server received
     assert attrs[sc.REQUEST_TOKENS] == count_tokens(
         received.body.decode("utf-8"), attrs[sc.TOKENIZER]

@@ -143,3 +143,25 @@ def test_whitespace_only_changes_of_text_keep_the_canonical_digest():
     b = TextAnalyzer().measure("第一行\n第二行")
     assert a.sha256 != b.sha256
     assert a.canonical_sha256 == b.canonical_sha256
+
+
+def test_one_text_measured_for_two_encodings_differs_in_its_tokens_only():
+    text = json.dumps(RECORDS, ensure_ascii=False)
+    analyzer = TextAnalyzer()
+    cl100k = analyzer.measure(text, "cl100k_base")
+    o200k = analyzer.measure(text, "o200k_base")
+    again = analyzer.measure(str(text), "cl100k_base")
+    assert again is cl100k
+    assert (cl100k.tokenizer, o200k.tokenizer) == ("cl100k_base", "o200k_base")
+    assert cl100k.tokens != o200k.tokens
+    assert o200k.tokens == TextAnalyzer().measure(text, "o200k_base").tokens
+    same = ("chars", "bytes", "sha256", "canonical_sha256", "items", "item_ids", "fields")
+    assert all(getattr(cl100k, name) == getattr(o200k, name) for name in same)
+
+
+def test_alternating_texts_are_each_measured_as_alone():
+    texts = [json.dumps(RECORDS[:n], ensure_ascii=False) for n in (3, 7, 3, 7, 50)]
+    analyzer = TextAnalyzer()
+    for text in texts + texts[::-1]:
+        for encoding in ("cl100k_base", "o200k_base"):
+            assert analyzer.measure(text, encoding) == TextAnalyzer().measure(text, encoding)

@@ -1,8 +1,8 @@
 """The size budget every remedy fits its output into, and the declaration it returns.
 
 A :class:`Budget` limits code points (``chars``), tokens (``tokens``, counted exactly and
-offline with the SDK's tiktoken counter), or both; a text fits when it is within every
-limit that is set. A budget with neither limit is unlimited.
+offline with the SDK's token counter, which gives tiktoken's counts), or both; a text
+fits when it is within every limit that is set. A budget with neither limit is unlimited.
 """
 
 from __future__ import annotations
@@ -14,26 +14,29 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypedDict
 
+from ctxledger._encodings import DEFAULT_ENCODING, load_encoding
 from ctxledger._safety import raise_errors, report_failure
 from ctxledger._serialize import to_text
-from ctxledger._tokens import DEFAULT_ENCODING, TokenCounter
+from ctxledger._tokens import TokenCounter
 
 # Exact counts at any length: a budget check must never rest on an extrapolation.
 _COUNTER = TokenCounter(max_exact_chars=sys.maxsize)
 
-
-@functools.lru_cache(maxsize=16)
-def _encoding(name: str) -> Any:
-    # The counter resolves and loads encodings offline; batch counting needs the object.
-    return _COUNTER._encoding(_COUNTER.resolve(name))
+#: The longest token of each encoding, in bytes (a test checks them against tiktoken's
+#: vocabularies); other encodings read it from their vocabulary.
+_LONGEST_TOKEN_BYTES = {"cl100k_base": 128, "o200k_base": 128, "o200k_harmony": 128}
 
 
 @functools.lru_cache(maxsize=16)
 def _max_token_bytes(name: str) -> int:
     """The longest token of ``name`` in bytes: no text has fewer tokens than its chars
     divided by this, which rejects huge texts without counting them."""
+    used = _COUNTER.resolve(name)
+    known = _LONGEST_TOKEN_BYTES.get(used)
+    if known is not None:
+        return known
     try:
-        return max(len(value) for value in _encoding(name).token_byte_values())
+        return max(len(value) for value in load_encoding(used).token_byte_values())
     except Exception:  # an encoding without the helper: no shortcut
         return sys.maxsize
 
@@ -117,9 +120,8 @@ class Budget:
     def tokens_of_many(self, texts: Sequence[str]) -> list[int]:
         """Exact token counts of many (typically small) texts, without caching them."""
         try:
-            encode = _encoding(self.encoding).encode_ordinary
-            return [len(encode(text)) for text in texts]
-        except Exception:  # surrogates and the like: one by one, cleaned
+            return _COUNTER.count_many(texts, self.encoding)
+        except Exception:  # a text that is not a str: one by one, as tokens_of reads it
             return [self.tokens_of(text) for text in texts]
 
     def size(self, text: str) -> int:

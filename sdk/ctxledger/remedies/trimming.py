@@ -15,11 +15,12 @@ from typing import Any
 
 from ctxledger import semconv
 from ctxledger._api import measure
+from ctxledger._encodings import encoding_name_for
 from ctxledger._markers import EMERGENCY_TRIM_PLACEHOLDER
 from ctxledger._message_content import RESPONSES_OUTPUT_TYPES, TEXT_PART_TYPES, usable_call_id
 from ctxledger._messages import parse_messages
 from ctxledger._serialize import to_text
-from ctxledger._tokens import TokenCounter, encoding_name_for
+from ctxledger._tokens import TokenCounter
 from ctxledger.verdicts import STAGE_EMERGENCY_TRIM_ORDER
 
 #: Estimates the tokens of a whole message list.
@@ -38,8 +39,8 @@ def _message_tokens(message: Any, encoding: str) -> int:
 
 
 def estimate_tokens(messages: Sequence[Any], model: str | None = None) -> int:
-    """The default estimate: the sum over messages of the tiktoken count (offline; the
-    model's encoding, else ``cl100k_base``) of each message's JSON text."""
+    """The default estimate: the sum over messages of the exact token count (offline;
+    the model's encoding, else ``cl100k_base``) of each message's JSON text."""
     encoding = encoding_name_for(model)
     return sum(_message_tokens(message, encoding) for message in messages)
 
