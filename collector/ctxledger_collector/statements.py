@@ -13,6 +13,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from sqlalchemy import BigInteger, Boolean, Connection, Float, Integer, Table
+from sqlalchemy.exc import DBAPIError
 
 from ctxledger_collector.rows import COPY_KEY
 
@@ -81,12 +82,35 @@ class Statements:
             old = ", ".join(f"{table.name}.{c}" for c in COPY_KEY)
             conflict += f" WHERE ({new}) > ({old})"
         if self.postgres:
-            source = f"SELECT * FROM {self._unnest(table, columns, 'v')}"
-            sql = f"INSERT INTO {table.name} ({names}) {source} {conflict}"
-            connection.exec_driver_sql(sql, tuple(_columns_of(rows, len(columns))))
+            staging = self._copy_to_staging(connection, table, columns, rows)
+            sql = f"INSERT INTO {table.name} ({names}) SELECT {names} FROM {staging} {conflict}"
+            connection.exec_driver_sql(sql)
         else:
             sql = f"INSERT INTO {table.name} ({names}) VALUES ({self.marks(len(columns))}) "
             connection.exec_driver_sql(sql + conflict, list(rows))
+
+    def _copy_to_staging(
+        self, connection: Connection, table: Table, columns: Sequence[str], rows: Sequence[Row]
+    ) -> str:
+        """COPY ``rows`` into this transaction's staging table for ``table``: the fastest
+        way rows reach PostgreSQL. The table is the session's own and empties at commit."""
+        staging = f"staging_{table.name}"
+        connection.exec_driver_sql(
+            f"CREATE TEMP TABLE IF NOT EXISTS {staging} "
+            f"(LIKE {table.name} INCLUDING DEFAULTS) ON COMMIT DELETE ROWS"
+        )
+        copy = f"COPY {staging} ({', '.join(columns)}) FROM STDIN"
+        driver = connection.connection.driver_connection
+        assert driver is not None
+        try:
+            with driver.cursor() as cursor, cursor.copy(copy) as stream:
+                for row in rows:
+                    stream.write_row(row)
+        except driver.Error as error:  # what SQLAlchemy would raise for a statement
+            raise DBAPIError.instance(
+                copy, None, error, type(driver).Error, connection_invalidated=driver.closed
+            ) from error
+        return staging
 
     def delete_keys(
         self, connection: Connection, table: Table, key: Sequence[str], keys: Sequence[Row]
