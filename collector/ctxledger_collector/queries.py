@@ -11,7 +11,9 @@ from sqlalchemy.orm import Session
 
 from ctxledger.verdicts import worst
 from ctxledger_collector.report_documents import REPORT_FIELDS, links, report_documents
-from ctxledger_collector.stored_records import loads
+from ctxledger_collector.statements import Statements
+from ctxledger_collector.stored_records import listed
+from ctxledger_collector.string_lists import StoredLists, read_lists
 from ctxledger_collector.tables import MANIFESTS, REPORTS, RUNS
 
 
@@ -155,9 +157,10 @@ def list_runs(
     }
 
 
-def _manifest_json(row: Any) -> dict[str, Any]:
-    tool_call_ids = loads(row.tool_call_ids) or []
-    tool_calls = loads(row.tool_calls)
+def _manifest_json(row: Any, lists: StoredLists) -> dict[str, Any]:
+    tool_call_ids = list(listed(row.tool_call_ids_ref, lists) or ())
+    found = listed(row.tool_calls_ref, lists)
+    tool_calls = None if found is None else list(found)
     calls, results = set(tool_calls or ()), set(tool_call_ids)
     window_used = (
         round(row.tokens / row.context_window, 4) if row.tokens and row.context_window else None
@@ -192,11 +195,14 @@ def run_detail(session: Session, trace_id: str, dashboard_url: str | None) -> di
         dashboard_url,
     )
     manifests = session.execute(select(MANIFESTS).where(MANIFESTS.c.run_id == run.id)).all()
+    refs = {bytes(r) for m in manifests for r in (m.tool_call_ids_ref, m.tool_calls_ref) if r}
+    connection = session.connection()
+    lists = read_lists(connection, Statements(connection.dialect.name), refs)
     steps: dict[int | None, dict[str, dict[str, Any]]] = defaultdict(dict)
     for manifest in manifests:
         steps[manifest.step][manifest.request_id] = {
             "request_id": manifest.request_id,
-            "manifest": _manifest_json(manifest),
+            "manifest": _manifest_json(manifest, lists),
             "journeys": [],
         }
     for report in reports:

@@ -15,7 +15,8 @@ from ctxledger import semconv as sc
 from ctxledger.verdicts import Measurement
 from ctxledger_collector.rows import MEASUREMENT_COLUMNS
 from ctxledger_collector.statements import Statements
-from ctxledger_collector.stored_records import loads, measurement_of
+from ctxledger_collector.stored_records import MEASUREMENT_LISTS, loads, measurement_of
+from ctxledger_collector.string_lists import list_refs, read_lists
 from ctxledger_collector.tables import MEASUREMENTS
 
 _RUN = MEASUREMENT_COLUMNS.index("run_id")
@@ -119,16 +120,18 @@ def read_stages(
 ) -> StageIndex:
     """The measurements of many (run, call, request key) groups, in one go."""
     found: dict[tuple[int, str, str], list[Measurement]] = defaultdict(list)
-    rows = Statements(connection.dialect.name).select_keys(
+    sql = Statements(connection.dialect.name)
+    rows = sql.select_keys(
         connection,
         MEASUREMENTS,
         MEASUREMENT_COLUMNS,
         ("run_id", "tool_call_id", "request_key"),
         sorted(keys),
     )
+    lists = read_lists(connection, sql, list_refs(rows, *MEASUREMENT_LISTS))
     for row in rows:
         key = (row[_RUN], row[_CALL], row[_REQUEST])
-        found[key].append(measurement_of(row, trace_ids[row[_RUN]]))
+        found[key].append(measurement_of(row, trace_ids[row[_RUN]], lists))
     return found
 
 

@@ -34,9 +34,11 @@ from ctxledger_collector.otlp_decode import (
     DecodedMeasurement,
     Rejection,
 )
+from ctxledger_collector.string_lists import ListWriter
 from ctxledger_collector.tables import (
     ALERT_EVENTS,
     CALLS,
+    COPY_KEY,
     MANIFESTS,
     MEASUREMENTS,
     REPORTS,
@@ -222,7 +224,8 @@ def digest_number(digest: str | None) -> int | None:
 
 
 def _columns(table: Any) -> tuple[str, ...]:
-    return tuple(column.name for column in table.columns)
+    """The columns a row writes: all but a rowid the database numbers itself."""
+    return tuple(c.name for c in table.columns if c.name != "id")
 
 
 RUN_COLUMNS = ("trace_id", "service_name", "agent_name", "first_seen", "last_seen")
@@ -235,11 +238,9 @@ MEASUREMENT_KEY = ("run_id", "tool_call_id", "request_key", "stage")
 MANIFEST_KEY = ("run_id", "request_id")
 CALL_KEY = ("run_id", "tool_call_id")
 REPORT_KEY = ("run_id", "tool_call_id", "request_key")
-#: The duplicate rule's triple (ctxledger.verdicts.duplicates), as columns.
-COPY_KEY = ("observed_us", "span_number", "copy_digest")
 
 
-def measurement_row(item: DecodedMeasurement, run_id: int) -> tuple[Any, ...]:
+def measurement_row(item: DecodedMeasurement, run_id: int, lists: ListWriter) -> tuple[Any, ...]:
     m = item.measurement
     return (
         run_id,
@@ -261,9 +262,9 @@ def measurement_row(item: DecodedMeasurement, run_id: int) -> tuple[Any, ...]:
         m.tokens_estimated,
         m.canonical_chars,
         m.items,
-        json_text(m.item_ids),
+        lists.ref(m.item_ids),
         m.ids_complete,
-        json_text(m.fields),
+        lists.ref(m.fields),
         m.fields_complete,
         m.priority_items,
         digest_number(m.sha256),
@@ -278,7 +279,7 @@ def measurement_row(item: DecodedMeasurement, run_id: int) -> tuple[Any, ...]:
     )
 
 
-def manifest_row(item: DecodedManifest, run_id: int) -> tuple[Any, ...]:
+def manifest_row(item: DecodedManifest, run_id: int, lists: ListWriter) -> tuple[Any, ...]:
     man = item.manifest
     return (
         run_id,
@@ -290,8 +291,8 @@ def manifest_row(item: DecodedManifest, run_id: int) -> tuple[Any, ...]:
         man.tokenizer,
         man.context_window,
         man.sdk_dropped_spans,
-        json_text(man.tool_call_ids),
-        json_text(man.tool_calls),
+        lists.ref(man.tool_call_ids),
+        lists.ref(man.tool_calls),
         span_number(man.span_id),
         observed_microseconds(man.observed_at),
         content_digest(man),

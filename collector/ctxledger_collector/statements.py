@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from sqlalchemy import BigInteger, Boolean, Connection, Float, Integer, Table
+from sqlalchemy import BigInteger, Boolean, Connection, Float, Integer, LargeBinary, Table
 from sqlalchemy.exc import DBAPIError
 
-from ctxledger_collector.rows import COPY_KEY
+from ctxledger_collector.tables import COPY_KEY
 
 #: Keys per SQLite statement: far below its 32,766 variables.
 CHUNK = 500
@@ -30,6 +30,8 @@ def chunks(items: Sequence[Any], size: int = CHUNK) -> Iterator[Sequence[Any]]:
 
 def _array_type(table: Table, column: str) -> str:
     kind = table.c[column].type
+    if isinstance(kind, LargeBinary):
+        return "bytea[]"
     if isinstance(kind, Boolean):
         return "bool[]"
     if isinstance(kind, (BigInteger, Integer)):
@@ -81,6 +83,27 @@ class Statements:
             new = ", ".join(f"excluded.{c}" for c in COPY_KEY)
             old = ", ".join(f"{table.name}.{c}" for c in COPY_KEY)
             conflict += f" WHERE ({new}) > ({old})"
+        if self.postgres:
+            staging = self._copy_to_staging(connection, table, columns, rows)
+            sql = f"INSERT INTO {table.name} ({names}) SELECT {names} FROM {staging} {conflict}"
+            connection.exec_driver_sql(sql)
+        else:
+            sql = f"INSERT INTO {table.name} ({names}) VALUES ({self.marks(len(columns))}) "
+            connection.exec_driver_sql(sql + conflict, list(rows))
+
+    def insert_new(
+        self,
+        connection: Connection,
+        table: Table,
+        columns: Sequence[str],
+        key: Sequence[str],
+        rows: Sequence[Row],
+    ) -> None:
+        """Insert the ``rows`` whose key is not stored yet; stored ones stay as they are."""
+        if not rows:
+            return
+        names = ", ".join(columns)
+        conflict = f"ON CONFLICT ({', '.join(key)}) DO NOTHING"
         if self.postgres:
             staging = self._copy_to_staging(connection, table, columns, rows)
             sql = f"INSERT INTO {table.name} ({names}) SELECT {names} FROM {staging} {conflict}"

@@ -45,6 +45,7 @@ from ctxledger_collector.rows import (
     run_sightings,
 )
 from ctxledger_collector.statements import Statements
+from ctxledger_collector.string_lists import ListWriter
 from ctxledger_collector.tables import CALLS, MANIFESTS, MEASUREMENTS, REPORTS
 from ctxledger_collector.trace_state import SqlTraceState
 
@@ -100,16 +101,21 @@ class Store:
             replaced = state.manifests(
                 {(i.manifest.trace_id, i.manifest.request_id) for i in batch.manifests}
             )
+            lists = ListWriter()
             measurements = preferred_rows(
-                (measurement_row(i, run_ids[i.measurement.trace_id]) for i in batch.measurements),
+                (
+                    measurement_row(i, run_ids[i.measurement.trace_id], lists)
+                    for i in batch.measurements
+                ),
                 len(MEASUREMENT_KEY),
                 MEASUREMENT_COPY_KEY,
             )
             manifests = preferred_rows(
-                (manifest_row(i, run_ids[i.manifest.trace_id]) for i in batch.manifests),
+                (manifest_row(i, run_ids[i.manifest.trace_id], lists) for i in batch.manifests),
                 len(MANIFEST_KEY),
                 MANIFEST_COPY_KEY,
             )
+            lists.store(connection, self.sql)
             self.sql.upsert(
                 connection,
                 MEASUREMENTS,

@@ -15,6 +15,7 @@ import orjson
 from ctxledger.verdicts import Manifest, Measurement
 from ctxledger.verdicts.duplicates import span_id_of
 from ctxledger_collector.rows import MANIFEST_COLUMNS, MEASUREMENT_COLUMNS
+from ctxledger_collector.string_lists import StoredLists
 
 _M = {name: index for index, name in enumerate(MEASUREMENT_COLUMNS)}
 _F = {name: index for index, name in enumerate(MANIFEST_COLUMNS)}
@@ -30,11 +31,27 @@ def strings(text: str | None) -> tuple[str, ...] | None:
     return None if value is None else tuple(value)
 
 
+def listed(ref: bytes | memoryview | None, lists: StoredLists) -> tuple[str, ...] | None:
+    """The list a row refers to (None for NULL)."""
+    return None if ref is None else lists[bytes(ref)]
+
+
+#: Where the list references of each table's rows are (see ``string_lists``).
+MEASUREMENT_LISTS = (
+    MEASUREMENT_COLUMNS.index("item_ids_ref"),
+    MEASUREMENT_COLUMNS.index("fields_ref"),
+)
+MANIFEST_LISTS = (
+    MANIFEST_COLUMNS.index("tool_call_ids_ref"),
+    MANIFEST_COLUMNS.index("tool_calls_ref"),
+)
+
+
 def _digest(number: int | None) -> str | None:
     return None if number is None else span_id_of(number)
 
 
-def measurement_of(row: Sequence[Any], trace_id: str) -> Measurement:
+def measurement_of(row: Sequence[Any], trace_id: str, lists: StoredLists) -> Measurement:
     """A measurement row (all of ``MEASUREMENT_COLUMNS``) as the rules' record."""
     request_key = row[_M["request_key"]]
     tokens = row[_M["tokens"]]
@@ -54,9 +71,9 @@ def measurement_of(row: Sequence[Any], trace_id: str) -> Measurement:
         tokens_estimated=bool(row[_M["tokens_estimated"]]),
         canonical_chars=row[_M["canonical_chars"]],
         items=row[_M["items"]],
-        item_ids=strings(row[_M["item_ids"]]),
+        item_ids=listed(row[_M["item_ids_ref"]], lists),
         ids_complete=bool(row[_M["ids_complete"]]),
-        fields=strings(row[_M["fields"]]),
+        fields=listed(row[_M["fields_ref"]], lists),
         fields_complete=bool(row[_M["fields_complete"]]),
         priority_items=row[_M["priority_items"]],
         sha256=_digest(row[_M["sha256"]]),
@@ -73,14 +90,14 @@ def measurement_of(row: Sequence[Any], trace_id: str) -> Measurement:
     )
 
 
-def manifest_of(row: Sequence[Any], trace_id: str) -> Manifest:
+def manifest_of(row: Sequence[Any], trace_id: str, lists: StoredLists) -> Manifest:
     """A manifest row (all of ``MANIFEST_COLUMNS``) as the rules' record."""
     return Manifest(
         trace_id=trace_id,
         request_id=row[_F["request_id"]],
         step=row[_F["step"]],
-        tool_call_ids=strings(row[_F["tool_call_ids"]]) or (),
-        tool_calls=strings(row[_F["tool_calls"]]),
+        tool_call_ids=listed(row[_F["tool_call_ids_ref"]], lists) or (),
+        tool_calls=listed(row[_F["tool_calls_ref"]], lists),
         tokens=row[_F["tokens"]],
         tokenizer=row[_F["tokenizer"]],
         context_window=row[_F["context_window"]],

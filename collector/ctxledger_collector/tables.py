@@ -8,15 +8,18 @@ keys never hold NULL. Nothing is stored twice: a measurement's contract attribut
 columns (digests as 64-bit prefixes, which is all equality needs), attributes outside
 the contract are kept as received in ``extra``; a report keeps its verdict, what was
 lost and its lossy transitions, and the API reads its stages from the measurements.
-List columns hold JSON text. On SQLite the keyed tables are ``WITHOUT ROWID``: the
-primary key is the table, not a second copy of it.
+Lists of strings (item ids, field names, tool call ids) are kept once each in
+``string_lists`` and referred to by digest. On SQLite the keyed tables with small rows
+are ``WITHOUT ROWID`` (the primary key is the table, not a second copy of it); reports
+and manifests keep a rowid, so their secondary indexes carry it instead of the key.
 """
 
 from __future__ import annotations
 
+import builtins
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, Column, Index, Table, Text
+from sqlalchemy import JSON, BigInteger, Column, Index, LargeBinary, Table, Text, text
 from sqlmodel import Field, SQLModel
 
 _WITHOUT_ROWID = {"sqlite_with_rowid": False}
@@ -41,6 +44,21 @@ def _big(nullable: bool = False) -> Any:
 
 def _text(nullable: bool = True) -> Any:
     return Field(default=None, sa_column=Column(Text, nullable=nullable))
+
+
+def _digest(nullable: bool = True) -> Any:
+    """A reference to a row of ``string_lists``: its 128-bit digest."""
+    return Field(default=None, sa_column=Column(LargeBinary(16), nullable=nullable))
+
+
+class StringListRow(SQLModel, table=True):
+    """One distinct list of strings (item ids, field names, tool call ids), kept once."""
+
+    __tablename__ = "string_lists"
+    __table_args__ = _WITHOUT_ROWID
+
+    digest: bytes = Field(sa_column=Column(LargeBinary(16), primary_key=True))
+    items: str = _text(nullable=False)
 
 
 class MeasurementRow(SQLModel, table=True):
@@ -68,9 +86,10 @@ class MeasurementRow(SQLModel, table=True):
     tokens_estimated: bool = False
     canonical_chars: int | None = None
     items: int | None = None
-    item_ids: str | None = _text()
+    # ``builtins.bytes``: the class's own ``bytes`` column shadows the type here.
+    item_ids_ref: builtins.bytes | None = _digest()
     ids_complete: bool = True
-    fields: str | None = _text()
+    fields_ref: builtins.bytes | None = _digest()
     fields_complete: bool = True
     priority_items: int | None = None
     sha256: int | None = _big(nullable=True)
@@ -88,10 +107,14 @@ class ManifestRow(SQLModel, table=True):
     """One request manifest span: what an LLM request contained when sent."""
 
     __tablename__ = "manifests"
-    __table_args__ = (Index("ix_manifests_step", "run_id", "step"), _WITHOUT_ROWID)
+    __table_args__ = (
+        Index("ix_manifests_request", "run_id", "request_id", unique=True),
+        Index("ix_manifests_step", "run_id", "step"),
+    )
 
-    run_id: int = Field(primary_key=True)
-    request_id: str = Field(primary_key=True, max_length=256)
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: int
+    request_id: str = Field(max_length=256)
     step: int | None = None
     model: str | None = Field(default=None, max_length=256)
     agent_name: str | None = Field(default=None, max_length=256)
@@ -99,8 +122,8 @@ class ManifestRow(SQLModel, table=True):
     tokenizer: str | None = Field(default=None, max_length=64)
     context_window: int | None = None
     sdk_dropped_spans: int | None = None
-    tool_call_ids: str = _text(nullable=False)
-    tool_calls: str | None = _text()
+    tool_call_ids_ref: bytes = _digest(nullable=False)
+    tool_calls_ref: bytes | None = _digest()
     span_number: int = _big()
     observed_us: int = _big()
     copy_digest: int = _big()
@@ -124,17 +147,23 @@ class ReportRow(SQLModel, table=True):
 
     __tablename__ = "reports"
     __table_args__ = (
+        Index("ix_reports_journey", "run_id", "tool_call_id", "request_key", unique=True),
         Index("ix_reports_request", "run_id", "request_key"),
         Index("ix_reports_verdict_time", "verdict", "last_observed_at"),
         Index("ix_reports_tool_time", "tool_name", "last_observed_at"),
         Index("ix_reports_agent_time", "agent_name", "last_observed_at"),
-        Index("ix_reports_unsettled", "settled", "last_observed_at"),
-        _WITHOUT_ROWID,
+        Index(
+            "ix_reports_unsettled",
+            "last_observed_at",
+            sqlite_where=text("settled = 0"),
+            postgresql_where=text("NOT settled"),
+        ),
     )
 
-    run_id: int = Field(primary_key=True)
-    tool_call_id: str = Field(primary_key=True, max_length=256)
-    request_key: str = Field(primary_key=True, max_length=256)
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: int
+    tool_call_id: str = Field(max_length=256)
+    request_key: str = Field(max_length=256)
     verdict: str = Field(max_length=16)
     tool_name: str | None = Field(default=None, max_length=256)
     agent_name: str | None = Field(default=None, max_length=256)
@@ -228,6 +257,11 @@ class NotificationRow(SQLModel, table=True):
     delivered_at: float | None = None
 
 
+#: The duplicate rule's triple (ctxledger.verdicts.duplicates), as columns of the tables
+#: that keep one copy per key.
+COPY_KEY = ("observed_us", "span_number", "copy_digest")
+
+
 def table_of(model: type[SQLModel]) -> Table:
     """The typed Core table of a model (``T.c.trace_id == ...`` is a typed expression)."""
     table: Table = model.__table__  # type: ignore[attr-defined]
@@ -238,6 +272,7 @@ RUNS = table_of(RunRow)
 MEASUREMENTS = table_of(MeasurementRow)
 MANIFESTS = table_of(ManifestRow)
 CALLS = table_of(CallRow)
+STRING_LISTS = table_of(StringListRow)
 REPORTS = table_of(ReportRow)
 ALERT_EVENTS = table_of(AlertEventRow)
 ALERT_GROUPS = table_of(AlertGroupRow)

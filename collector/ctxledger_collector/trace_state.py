@@ -19,7 +19,13 @@ from ctxledger.verdicts import Manifest, Measurement
 from ctxledger.verdicts.incremental import CallKey, JourneyKey, RequestKey, StepKey
 from ctxledger_collector.rows import MANIFEST_COLUMNS, MEASUREMENT_COLUMNS
 from ctxledger_collector.statements import Statements
-from ctxledger_collector.stored_records import manifest_of, measurement_of
+from ctxledger_collector.stored_records import (
+    MANIFEST_LISTS,
+    MEASUREMENT_LISTS,
+    manifest_of,
+    measurement_of,
+)
+from ctxledger_collector.string_lists import list_refs, read_lists
 from ctxledger_collector.tables import MANIFESTS, MEASUREMENTS, REPORTS
 
 _RUN = MEASUREMENT_COLUMNS.index("run_id")
@@ -45,7 +51,8 @@ class SqlTraceState:
         rows = self.rows_by_keys(
             MEASUREMENTS, MEASUREMENT_COLUMNS, ("run_id", "tool_call_id", "request_key"), keys
         )
-        return [measurement_of(row, self.trace_ids[row[_RUN]]) for row in rows]
+        lists = read_lists(self.connection, self.sql, list_refs(rows, *MEASUREMENT_LISTS))
+        return [measurement_of(row, self.trace_ids[row[_RUN]], lists) for row in rows]
 
     # --- TraceState ----------------------------------------------------------------------
 
@@ -67,7 +74,8 @@ class SqlTraceState:
         keys = {(self.run_ids[t], r) for t, r in requests}
         rows = self.rows_by_keys(MANIFESTS, MANIFEST_COLUMNS, ("run_id", "request_id"), keys)
         run = MANIFEST_COLUMNS.index("run_id")
-        found = (manifest_of(row, self.trace_ids[row[run]]) for row in rows)
+        lists = read_lists(self.connection, self.sql, list_refs(rows, *MANIFEST_LISTS))
+        found = (manifest_of(row, self.trace_ids[row[run]], lists) for row in rows)
         manifests = {(m.trace_id, m.request_id): m for m in found}
         self.manifests_read.update(manifests)
         return manifests

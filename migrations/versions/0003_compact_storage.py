@@ -93,9 +93,11 @@ _OLD_INDEXES = {
 _NEW_INDEXES = {
     "runs": ("ix_runs_agent_name", "ix_runs_first_seen", "ix_runs_last_seen"),
     "measurements": (),
-    "manifests": ("ix_manifests_step",),
+    "string_lists": (),
+    "manifests": ("ix_manifests_request", "ix_manifests_step"),
     "calls": ("ix_calls_step",),
     "reports": (
+        "ix_reports_journey",
         "ix_reports_request",
         "ix_reports_verdict_time",
         "ix_reports_tool_time",
@@ -146,9 +148,9 @@ def _create_new_tables() -> None:
         sa.Column("tokens_estimated", sa.Boolean(), nullable=False),
         sa.Column("canonical_chars", sa.Integer(), nullable=True),
         sa.Column("items", sa.Integer(), nullable=True),
-        sa.Column("item_ids", sa.Text(), nullable=True),
+        sa.Column("item_ids_ref", sa.LargeBinary(length=16), nullable=True),
         sa.Column("ids_complete", sa.Boolean(), nullable=False),
-        sa.Column("fields", sa.Text(), nullable=True),
+        sa.Column("fields_ref", sa.LargeBinary(length=16), nullable=True),
         sa.Column("fields_complete", sa.Boolean(), nullable=False),
         sa.Column("priority_items", sa.Integer(), nullable=True),
         sa.Column("sha256", sa.BigInteger(), nullable=True),
@@ -165,7 +167,16 @@ def _create_new_tables() -> None:
     )
 
     op.create_table(
+        "string_lists",
+        sa.Column("digest", sa.LargeBinary(length=16), nullable=False),
+        sa.Column("items", sa.Text(), nullable=False),
+        sa.PrimaryKeyConstraint("digest"),
+        **rowid,
+    )
+
+    op.create_table(
         "manifests",
+        sa.Column("id", sa.Integer(), nullable=False),
         sa.Column("run_id", sa.Integer(), nullable=False),
         sa.Column("request_id", sa.String(length=256), nullable=False),
         sa.Column("step", sa.Integer(), nullable=True),
@@ -175,15 +186,15 @@ def _create_new_tables() -> None:
         sa.Column("tokenizer", sa.String(length=64), nullable=True),
         sa.Column("context_window", sa.Integer(), nullable=True),
         sa.Column("sdk_dropped_spans", sa.Integer(), nullable=True),
-        sa.Column("tool_call_ids", sa.Text(), nullable=False),
-        sa.Column("tool_calls", sa.Text(), nullable=True),
+        sa.Column("tool_call_ids_ref", sa.LargeBinary(length=16), nullable=False),
+        sa.Column("tool_calls_ref", sa.LargeBinary(length=16), nullable=True),
         sa.Column("span_number", sa.BigInteger(), nullable=False),
         sa.Column("observed_us", sa.BigInteger(), nullable=False),
         sa.Column("copy_digest", sa.BigInteger(), nullable=False),
         sa.Column("extra", sa.Text(), nullable=True),
-        sa.PrimaryKeyConstraint("run_id", "request_id"),
-        **rowid,
+        sa.PrimaryKeyConstraint("id"),
     )
+    op.create_index("ix_manifests_request", "manifests", ["run_id", "request_id"], unique=True)
     op.create_index("ix_manifests_step", "manifests", ["run_id", "step"], unique=False)
 
     op.create_table(
@@ -198,6 +209,7 @@ def _create_new_tables() -> None:
 
     op.create_table(
         "reports",
+        sa.Column("id", sa.Integer(), nullable=False),
         sa.Column("run_id", sa.Integer(), nullable=False),
         sa.Column("tool_call_id", sa.String(length=256), nullable=False),
         sa.Column("request_key", sa.String(length=256), nullable=False),
@@ -216,8 +228,10 @@ def _create_new_tables() -> None:
         sa.Column("lost_fields", sa.Text(), nullable=True),
         sa.Column("notes", sa.Text(), nullable=True),
         sa.Column("transitions", sa.Text(), nullable=True),
-        sa.PrimaryKeyConstraint("run_id", "tool_call_id", "request_key"),
-        **rowid,
+        sa.PrimaryKeyConstraint("id"),
+    )
+    op.create_index(
+        "ix_reports_journey", "reports", ["run_id", "tool_call_id", "request_key"], unique=True
     )
     op.create_index("ix_reports_request", "reports", ["run_id", "request_key"], unique=False)
     op.create_index(
@@ -230,7 +244,12 @@ def _create_new_tables() -> None:
         "ix_reports_agent_time", "reports", ["agent_name", "last_observed_at"], unique=False
     )
     op.create_index(
-        "ix_reports_unsettled", "reports", ["settled", "last_observed_at"], unique=False
+        "ix_reports_unsettled",
+        "reports",
+        ["last_observed_at"],
+        unique=False,
+        sqlite_where=sa.text("settled = 0"),
+        postgresql_where=sa.text("NOT settled"),
     )
 
 
@@ -364,6 +383,16 @@ def _digest(document: Any) -> int:
     )
 
 
+def _list_ref(lists: dict[bytes, str], values: Any) -> bytes | None:
+    """The ``string_lists`` digest of a list (kept in ``lists`` to insert), None for None."""
+    if values is None:
+        return None
+    text = json.dumps(list(values), ensure_ascii=False, separators=(",", ":"))
+    digest = hashlib.blake2b(text.encode(), digest_size=16).digest()
+    lists.setdefault(digest, text)
+    return digest
+
+
 def _rows(table: str, columns: str, order: str) -> Iterator[Sequence[Any]]:
     bind = op.get_bind()
     offset = 0
@@ -426,6 +455,7 @@ def _upgrade_data() -> None:
         op.execute(f"SELECT setval('runs_id_seq', {len(run_ids)})")
 
     call_steps: dict[tuple[int, str], int] = {}
+    lists: dict[bytes, str] = {}
     for trace_id, request_key, observed_at, span_id, dropped, record, attributes in _rows(
         "measurements_v2",
         "trace_id, request_key, observed_at, span_id, dropped_attributes, record, attributes",
@@ -459,9 +489,9 @@ def _upgrade_data() -> None:
                 tokens_estimated=bool(r.get("tokens_estimated")),
                 canonical_chars=r.get("canonical_chars"),
                 items=r.get("items"),
-                item_ids=_text(r.get("item_ids")),
+                item_ids_ref=_list_ref(lists, r.get("item_ids")),
                 ids_complete=bool(r.get("ids_complete", True)),
-                fields=_text(r.get("fields")),
+                fields_ref=_list_ref(lists, r.get("fields")),
                 fields_complete=bool(r.get("fields_complete", True)),
                 priority_items=r.get("priority_items"),
                 sha256=_number(r.get("sha256")),
@@ -497,8 +527,8 @@ def _upgrade_data() -> None:
                 tokenizer=attrs.get("ctxledger.tokenizer"),
                 context_window=r.get("context_window"),
                 sdk_dropped_spans=r.get("sdk_dropped_spans"),
-                tool_call_ids=_text(r.get("tool_call_ids") or []),
-                tool_calls=_text(r.get("tool_calls")),
+                tool_call_ids_ref=_list_ref(lists, r.get("tool_call_ids") or []),
+                tool_calls_ref=_list_ref(lists, r.get("tool_calls")),
                 span_number=_number(span_id) or -_OFFSET,
                 observed_us=round(max(observed_at, 0.0) * 1_000_000),
                 copy_digest=_digest(r),
@@ -553,6 +583,9 @@ def _upgrade_data() -> None:
             )
         )
         _flush(buffers)
+    for digest, text in lists.items():
+        buffers["string_lists"].append(dict(digest=digest, items=text))
+        _flush(buffers)
     _flush(buffers, force=True)
 
 
@@ -577,11 +610,20 @@ def _downgrade_data() -> None:
         )
         _flush(buffers)
 
+    lists = {
+        bytes(digest): json.loads(items)
+        for digest, items in _rows("string_lists_v3", "digest, items", "digest")
+    }
     names = list(_MEASUREMENT_NAMES)
+    aliases = {"item_ids": "item_ids_ref AS item_ids", "fields": "fields_ref AS fields"}
     stage_columns = (
         "run_id, tool_call_id, request_key, stage, stage_order, span_number, observed_us, "
         "dropped_attributes, extra, "
-        + ", ".join(n for n in names if n not in ("stage", "order", "tool_call_id", "request_id"))
+        + ", ".join(
+            aliases.get(n, n)
+            for n in names
+            if n not in ("stage", "order", "tool_call_id", "request_id")
+        )
     )
     stages_by_journey: dict[tuple[int, str, str], list[dict[str, Any]]] = defaultdict(list)
     for row in _rows("measurements_v3", stage_columns, "run_id, tool_call_id, request_key, stage"):
@@ -593,10 +635,11 @@ def _downgrade_data() -> None:
                 strict=True,
             )
         )
-        for key in ("item_ids", "fields", "markers_found"):
-            values[key] = (
-                json.loads(values[key]) if values[key] else ([] if key == "markers_found" else None)
-            )
+        for key in ("item_ids", "fields"):
+            values[key] = lists[bytes(values[key])] if values[key] is not None else None
+        values["markers_found"] = (
+            json.loads(values["markers_found"]) if values["markers_found"] else []
+        )
         for key in ("sha256", "canonical_sha256"):
             values[key] = _hex(values[key])
         record = dict(
@@ -637,15 +680,21 @@ def _downgrade_data() -> None:
         _flush(buffers)
 
     manifest_fields = [n for n in _MANIFEST_NAMES if n != "request_id"]
+    list_columns = {
+        "tool_call_ids": "tool_call_ids_ref AS tool_call_ids",
+        "tool_calls": "tool_calls_ref AS tool_calls",
+    }
     for row in _rows(
         "manifests_v3",
-        "run_id, request_id, span_number, observed_us, extra, " + ", ".join(manifest_fields),
+        "run_id, request_id, span_number, observed_us, extra, "
+        + ", ".join(list_columns.get(n, n) for n in manifest_fields),
         "run_id, request_id",
     ):
         run_id, request_id, span, observed_us, extra = row[:5]
         values = dict(zip(manifest_fields, row[5:], strict=True))
-        values["tool_call_ids"] = json.loads(values["tool_call_ids"] or "[]")
-        values["tool_calls"] = json.loads(values["tool_calls"]) if values["tool_calls"] else None
+        values["tool_call_ids"] = lists[bytes(values["tool_call_ids"])]
+        calls = values["tool_calls"]
+        values["tool_calls"] = lists[bytes(calls)] if calls is not None else None
         tokenizer = values.pop("tokenizer")
         record = dict(
             values,

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import Connection, select
 
 from ctxledger import semconv as sc
 from ctxledger.verdicts import (
@@ -26,8 +27,15 @@ from ctxledger_collector.database import make_engine
 from ctxledger_collector.migrate import upgrade
 from ctxledger_collector.otlp_decode import DecodedBatch, DecodedManifest, DecodedMeasurement
 from ctxledger_collector.rows import MANIFEST_COLUMNS, MEASUREMENT_COLUMNS
+from ctxledger_collector.statements import Statements
 from ctxledger_collector.store import Store
-from ctxledger_collector.stored_records import manifest_of, measurement_of
+from ctxledger_collector.stored_records import (
+    MANIFEST_LISTS,
+    MEASUREMENT_LISTS,
+    manifest_of,
+    measurement_of,
+)
+from ctxledger_collector.string_lists import list_refs, read_lists
 from ctxledger_collector.tables import MANIFESTS, MEASUREMENTS, RUNS
 
 #: An end time in seconds, as the decoder derives it from OTLP nanoseconds.
@@ -79,20 +87,28 @@ def _run_id(trace_id: str) -> object:
     return select(RUNS.c.id).where(RUNS.c.trace_id == trace_id).scalar_subquery()
 
 
+def _lists(connection: Connection, rows: Sequence[Any], indexes: tuple[int, ...]) -> Any:
+    return read_lists(connection, Statements(connection.dialect.name), list_refs(rows, *indexes))
+
+
 def stored_measurements(store: Store, trace_id: str) -> list[Measurement]:
     columns = [MEASUREMENTS.c[name] for name in MEASUREMENT_COLUMNS]
     with store.engine.connect() as connection:
         rows = connection.execute(
             select(*columns).where(MEASUREMENTS.c.run_id == _run_id(trace_id))
-        )
-        return [measurement_of(row, trace_id) for row in rows]
+        ).all()
+        lists = _lists(connection, rows, MEASUREMENT_LISTS)
+        return [measurement_of(row, trace_id, lists) for row in rows]
 
 
 def stored_manifests(store: Store, trace_id: str) -> list[Manifest]:
     columns = [MANIFESTS.c[name] for name in MANIFEST_COLUMNS]
     with store.engine.connect() as connection:
-        rows = connection.execute(select(*columns).where(MANIFESTS.c.run_id == _run_id(trace_id)))
-        return [manifest_of(row, trace_id) for row in rows]
+        rows = connection.execute(
+            select(*columns).where(MANIFESTS.c.run_id == _run_id(trace_id))
+        ).all()
+        lists = _lists(connection, rows, MANIFEST_LISTS)
+        return [manifest_of(row, trace_id, lists) for row in rows]
 
 
 def which(m: Measurement) -> tuple[str | None, int]:

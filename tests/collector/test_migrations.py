@@ -31,12 +31,20 @@ from sqlmodel import Session, SQLModel, select
 import ctxledger_collector
 from ctxledger_collector import migrate
 from ctxledger_collector.database import make_engine
-from ctxledger_collector.tables import CallRow, ManifestRow, MeasurementRow, ReportRow, RunRow
+from ctxledger_collector.tables import (
+    CallRow,
+    ManifestRow,
+    MeasurementRow,
+    ReportRow,
+    RunRow,
+    StringListRow,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 TABLES = {
     "runs",
     "calls",
+    "string_lists",
     "measurements",
     "manifests",
     "reports",
@@ -215,7 +223,7 @@ def test_migrated_database_stores_every_model(database_url: str) -> None:
                         observed_us=1_500_000,
                         copy_digest=2**63 - 1,
                         chars=9,
-                        item_ids='["两", "kb-1"]',
+                        item_ids_ref=bytes(range(16)),
                         extra='{"k": [1, "两"]}',
                     )
                 )
@@ -223,13 +231,14 @@ def test_migrated_database_stores_every_model(database_url: str) -> None:
                 ManifestRow(
                     run_id=run.id,
                     request_id="r",
-                    tool_call_ids="[]",
+                    tool_call_ids_ref=bytes(16),
                     span_number=0,
                     observed_us=1_500_000,
                     copy_digest=0,
                 )
             )
             session.add(CallRow(run_id=run.id, tool_call_id="c", call_step=1))
+            session.add(StringListRow(digest=bytes(range(16)), items='["两", "kb-1"]'))
             session.add(
                 ReportRow(
                     run_id=run.id,
@@ -249,6 +258,7 @@ def test_migrated_database_stores_every_model(database_url: str) -> None:
                 select(MeasurementRow.span_number, MeasurementRow.copy_digest)
             ).first()
             assert extremes == (-(2**63), 2**63 - 1)
+            assert session.exec(select(StringListRow.items)).one() == '["两", "kb-1"]'
             report = session.exec(select(ReportRow)).one()
             assert (report.settled, report.lost_tokens, report.notes) == (True, 0, '["ok"]')
     finally:

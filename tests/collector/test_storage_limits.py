@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from ctxledger import semconv as sc
@@ -20,6 +21,7 @@ from ctxledger_collector.rows import (
     report_row,
 )
 from ctxledger_collector.stored_records import manifest_of, measurement_of
+from ctxledger_collector.string_lists import ListWriter
 from ctxledger_collector.tables import MEASUREMENTS, RUNS
 from tests.collector import otlp_payloads as op
 from tests.collector.live_collector import LiveCollector
@@ -62,13 +64,16 @@ def test_rows_hold_every_column_in_table_order_and_read_back() -> None:
         observed_at=1_796_000_000.123456,
         span_id="0f" * 8,
     )
-    row = measurement_row(DecodedMeasurement(m, {"custom.key": "kept"}, None), run_id=7)
+    lists = ListWriter()
+    row = measurement_row(DecodedMeasurement(m, {"custom.key": "kept"}, None), 7, lists)
     assert len(row) == len(MEASUREMENT_COLUMNS)
     by_name = dict(zip(MEASUREMENT_COLUMNS, row, strict=True))
     keys = (by_name["run_id"], by_name["request_key"], by_name["stage_order"])
     assert keys == (7, "req_cols", 40)
     assert by_name["extra"] == '{"custom.key":"kept"}'
-    back = measurement_of(row, m.trace_id)
+    stored = {digest: tuple(orjson.loads(text)) for digest, text in lists.texts.items()}
+    assert sorted(stored.values()) == [("a", "b"), ("id", "text")]
+    back = measurement_of(row, m.trace_id, stored)
     # Digests come back as their 64-bit prefixes: equal digests stay equal.
     assert back == Measurement(**{**vars(m), "sha256": "12" * 8, "canonical_sha256": "34" * 8})
 
@@ -87,9 +92,10 @@ def test_rows_hold_every_column_in_table_order_and_read_back() -> None:
         observed_at=1_796_000_001.5,
         span_id="10" * 8,
     )
-    manifest = manifest_row(DecodedManifest(man, {}, None), run_id=7)
+    manifest = manifest_row(DecodedManifest(man, {}, None), 7, lists)
     assert len(manifest) == len(MANIFEST_COLUMNS)
-    assert manifest_of(manifest, man.trace_id) == man
+    stored = {digest: tuple(orjson.loads(text)) for digest, text in lists.texts.items()}
+    assert manifest_of(manifest, man.trace_id, stored) == man
 
     report = Report(m.trace_id, "call_cols", "req_cols", sc.VERDICT_SILENT, stages=(m,))
     assert len(report_row(report, 7, None, now=1.0)) == len(REPORT_COLUMNS)
