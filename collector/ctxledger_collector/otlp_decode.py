@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
@@ -109,6 +109,8 @@ def _proto_value(value: AnyValue) -> Any:
 
 
 def _proto_spans(body: bytes) -> Iterator[RawSpan]:
+    """The spans of a protobuf body, parsed whole first (so a malformed body is refused
+    before any span is handed out)."""
     request = ExportTraceServiceRequest()
     try:
         request.ParseFromString(body)
@@ -116,6 +118,10 @@ def _proto_spans(body: bytes) -> Iterator[RawSpan]:
         raise MalformedRequest(
             f"body is not a protobuf ExportTraceServiceRequest: {error}"
         ) from error
+    return _proto_request_spans(request)
+
+
+def _proto_request_spans(request: ExportTraceServiceRequest) -> Iterator[RawSpan]:
     for resource_spans in request.resource_spans:
         resource = {a.key: _proto_value(a.value) for a in resource_spans.resource.attributes}
         service = resource.get(sc.SERVICE_NAME)
@@ -195,7 +201,7 @@ def _json_id(value: Any, length: int, name: str) -> str:
 
 def _json_spans(body: bytes, rejected: list[Rejection]) -> Iterator[RawSpan]:
     try:
-        document = json.loads(body)
+        document = orjson.loads(body)
     except (UnicodeDecodeError, ValueError) as error:
         raise MalformedRequest(f"body is not valid JSON: {error}") from error
     if not isinstance(document, dict) or not isinstance(document.get("resourceSpans", []), list):
@@ -269,8 +275,32 @@ def _classify(span: RawSpan, batch: DecodedBatch) -> None:
         batch.rejected.append(Rejection(span.trace_id, span.span_id, str(error)))
 
 
+def decode_export_chunks(
+    body: bytes, content_type: str, chunk_spans: int = 2_048
+) -> Iterator[DecodedBatch]:
+    """Decode one OTLP/HTTP export body (already decompressed) in batches of about
+    ``chunk_spans`` measurements and manifests, so a large export never holds all its
+    records at once. A malformed body raises :class:`MalformedRequest` before the first
+    batch; rejections and ignored spans are counted in the batch they occur in."""
+    media_type = content_type.split(";", 1)[0].strip().lower()
+    if media_type == PROTOBUF:
+        spans = _proto_spans(body)
+        batch = DecodedBatch()
+        for span in spans:
+            _classify(span, batch)
+            if len(batch.measurements) + len(batch.manifests) >= chunk_spans:
+                yield batch
+                batch = DecodedBatch()
+        yield batch
+    elif media_type == JSON_TYPE:
+        # Its structure is checked as it is walked: walked whole before handing anything out.
+        yield decode_export_request(body, content_type)
+    else:
+        raise ValueError(f"unsupported content type {content_type!r}")
+
+
 def decode_export_request(body: bytes, content_type: str) -> DecodedBatch:
-    """Decode one OTLP/HTTP export body (already decompressed)."""
+    """Decode one OTLP/HTTP export body (already decompressed) at once."""
     batch = DecodedBatch()
     media_type = content_type.split(";", 1)[0].strip().lower()
     if media_type == PROTOBUF:

@@ -70,6 +70,12 @@ class Settings(BaseSettings):
         description="an admitted request's body must arrive within this (else 408), so a "
         "stalled client cannot hold a slot",
     )
+    ingest_chunk_spans: int = Field(
+        default=2_048,
+        ge=1,
+        description="a large export is decoded and stored this many spans at a time (each "
+        "chunk its own transaction, all committed before the answer), so its memory is bounded",
+    )
     alerts_file: str | None = Field(
         default=None,
         description="alert rules (YAML or TOML); without it: alert on silent, dropped and "

@@ -728,3 +728,44 @@ def test_json_integers_out_of_their_protobuf_range_reject_only_their_span(
     assert far_future.span_id.hex() in partial["errorMessage"]
     assert negative.span_id.hex() in partial["errorMessage"]
     assert_reference_journey(reports(collector, trace), trace.hex(), "call_in_range")
+
+
+def test_a_large_export_stored_in_chunks_judges_and_rejects_like_one_batch(
+    database_url: str,
+) -> None:
+    """With chunks of 3 spans, an export of many journeys, foreign spans and contract
+    breaches spread over every chunk is stored whole, judged as one batch is, and every
+    rejection is counted in the one answer."""
+    calls = [f"call_chunk_{i}" for i in range(6)]
+    spans: list[op.Span] = []
+    for i, call in enumerate(calls):
+        spans += op.journey_spans(call, f"req_chunk_{i}")
+        spans.append(op.plain_span())
+    bad = list(_bad_spans().values())
+    for position, span in zip((2, 9, 17, 30), bad, strict=False):
+        spans.insert(position, span)
+    judged = []
+    for chunk_spans in (3, 100_000):
+        settings = Settings(
+            database_url=database_url,
+            auto_migrate=True,
+            sweep_interval_s=3600,
+            ingest_chunk_spans=chunk_spans,
+        )
+        trace = op.new_trace_id()
+        with LiveCollector(settings) as collector:
+            answer = post(collector, op.proto_body(trace, op.with_new_span_ids(spans)))
+            assert answer.status_code == 200, answer.text
+            partial = ExportTraceServiceResponse.FromString(answer.content).partial_success
+            assert partial.rejected_spans == len(bad[:4])
+            judged.append(
+                sorted(
+                    (r["tool_call_id"], r["request_id"], r["verdict"], r["lost_items"])
+                    for r in reports(collector, trace)
+                )
+            )
+            assert spans_counted(collector)["ignored"] == len(calls)
+    assert judged[0] == judged[1]
+    assert {(call, verdict) for call, _, verdict, _ in judged[0]} >= {
+        (call, sc.VERDICT_SILENT) for call in calls
+    }

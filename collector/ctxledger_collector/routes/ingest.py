@@ -39,7 +39,7 @@ from ctxledger_collector.otlp_decode import (
     PROTOBUF,
     DecodedBatch,
     MalformedRequest,
-    decode_export_request,
+    decode_export_chunks,
 )
 from ctxledger_collector.routes.deps import StateDep
 from ctxledger_collector.rows import fit_to_columns
@@ -268,15 +268,19 @@ async def export_traces(request: Request, state: StateDep) -> Response:
 
 
 def _store_export(state: AppState, body: bytes, gzipped: bool, media: str) -> Response:
-    """Decompress, decode and store one export; the answer once it is committed."""
+    """Decompress, decode and store one export, a chunk at a time; the answer once every
+    chunk is committed. An outage halfway answers 503: the retry stores the chunks
+    already stored again, which changes nothing (upserts)."""
     if gzipped:
         body = _gunzip(body, state.settings.max_decompressed_bytes)
+    stored = DecodedBatch()
     try:
-        batch = fit_to_columns(decode_export_request(body, media))
+        for chunk in decode_export_chunks(body, media, state.settings.ingest_chunk_spans):
+            done = _store(state, fit_to_columns(chunk))
+            _count_spans(state, done)
+            stored.rejected.extend(done.rejected)
     except MalformedRequest as error:
         raise RequestRejected(400, str(error), _GRPC_INVALID_ARGUMENT) from error
-    try:
-        batch = _store(state, batch)
     except StatementError as error:
         if not is_storage_outage(error):
             raise
@@ -288,12 +292,15 @@ def _store_export(state: AppState, body: bytes, gzipped: bool, media: str) -> Re
             _GRPC_UNAVAILABLE,
             **{"Retry-After": str(state.settings.retry_after_s)},
         )
+    return _success(media, stored)
+
+
+def _count_spans(state: AppState, batch: DecodedBatch) -> None:
     spans = state.metrics.spans
     spans.labels("measurement").inc(len(batch.measurements))
     spans.labels("manifest").inc(len(batch.manifests))
     spans.labels("ignored").inc(batch.ignored)
     spans.labels("rejected").inc(len(batch.rejected))
-    return _success(media, batch)
 
 
 def _store(state: AppState, batch: DecodedBatch) -> DecodedBatch:
