@@ -52,6 +52,9 @@ class Statements:
         self.dialect = dialect
         self.postgres = dialect == "postgresql"
         self.mark = "%s" if self.postgres else "?"
+        #: How a query joins its keys to a table: SQLite keeps a CROSS JOIN's left side the
+        #: outer loop, so it searches the index once per key instead of scanning the table.
+        self.join_keys = "JOIN" if self.postgres else "CROSS JOIN"
 
     def marks(self, count: int) -> str:
         return ", ".join([self.mark] * count)
@@ -179,8 +182,12 @@ class Statements:
         columns: Sequence[str],
         key: Sequence[str],
         keys: Sequence[Row],
+        *,
+        index: str | None = None,
     ) -> list[Row]:
-        """The rows of ``table`` whose ``key`` columns equal one of ``keys``."""
+        """The rows of ``table`` whose ``key`` columns equal one of ``keys``; ``index`` names
+        the index that serves them when another one also starts with the first key column
+        (SQLite, without statistics, may otherwise walk a whole run's rows)."""
         if not keys:
             return []
         selected = ", ".join(f"t.{c}" for c in columns)
@@ -191,12 +198,17 @@ class Statements:
                 f"JOIN {table.name} t ON {matches}"
             )
             return list(connection.exec_driver_sql(sql, tuple(_columns_of(keys, len(key)))))
+        # A join from the keys searches the index once per key; a row-value IN list would
+        # scan the whole table.
+        matches = " AND ".join(f"t.{c} = k.{c}" for c in key)
         found: list[Row] = []
         for chunk in chunks(keys):
             values = ", ".join(f"({self.marks(len(key))})" for _ in chunk)
             sql = (
-                f"SELECT {selected} FROM {table.name} t "
-                f"WHERE ({', '.join(f't.{c}' for c in key)}) IN (VALUES {values})"
+                f"WITH k({', '.join(key)}) AS (VALUES {values}) "
+                f"SELECT {selected} FROM k {self.join_keys} {table.name} t "
+                + (f"INDEXED BY {index} " if index else "")
+                + f"ON {matches}"
             )
             found.extend(connection.exec_driver_sql(sql, tuple(v for k in chunk for v in k)))
         return found

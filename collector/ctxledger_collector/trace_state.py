@@ -43,9 +43,14 @@ class SqlTraceState:
         self.manifests_read: dict[RequestKey, Manifest] = {}
 
     def rows_by_keys(
-        self, table: Table, columns: Sequence[str], key: Sequence[str], keys: Collection[Any]
+        self,
+        table: Table,
+        columns: Sequence[str],
+        key: Sequence[str],
+        keys: Collection[Any],
+        index: str | None = None,
     ) -> list[Sequence[Any]]:
-        return self.sql.select_keys(self.connection, table, columns, key, sorted(keys))
+        return self.sql.select_keys(self.connection, table, columns, key, sorted(keys), index=index)
 
     def _measurements(self, keys: Collection[tuple[int, str, str]]) -> list[Measurement]:
         rows = self.rows_by_keys(
@@ -90,9 +95,9 @@ class SqlTraceState:
         rows = self._per_key(
             ("run_id", "step"),
             keys,
-            "SELECT v.run_id, v.step, m.request_id FROM v JOIN manifests m "
-            "ON m.run_id = v.run_id AND m.step = (SELECT min(n.step) FROM manifests n "
-            "WHERE n.run_id = v.run_id AND n.step > v.step)",
+            f"SELECT v.run_id, v.step, m.request_id FROM v {self.sql.join_keys} manifests m "
+            "ON m.run_id = v.run_id AND m.step = (SELECT n.step FROM manifests n "
+            "WHERE n.run_id = v.run_id AND n.step > v.step ORDER BY n.step LIMIT 1)",
         )
         found: dict[StepKey, set[str]] = defaultdict(set)
         for run_id, step, request_id in rows:
@@ -104,8 +109,8 @@ class SqlTraceState:
         rows = self._per_key(
             ("run_id", "step"),
             keys,
-            "SELECT v.run_id, v.step, (SELECT max(m.step) FROM manifests m "
-            "WHERE m.run_id = v.run_id AND m.step < v.step) FROM v",
+            "SELECT v.run_id, v.step, (SELECT m.step FROM manifests m "
+            "WHERE m.run_id = v.run_id AND m.step < v.step ORDER BY m.step DESC LIMIT 1) FROM v",
         )
         return {(self.trace_ids[run_id], step): below for run_id, step, below in rows}
 
@@ -117,7 +122,8 @@ class SqlTraceState:
         rows = self._per_key(
             ("run_id", "low", "high"),
             keys,
-            "SELECT v.run_id, c.tool_call_id FROM v JOIN calls c ON c.run_id = v.run_id "
+            f"SELECT v.run_id, c.tool_call_id FROM v {self.sql.join_keys} calls c "
+            "ON c.run_id = v.run_id "
             "AND c.call_step >= v.low AND c.call_step < v.high",
         )
         return {(self.trace_ids[run_id], call_id) for run_id, call_id in rows}
@@ -135,7 +141,11 @@ class SqlTraceState:
     def judged_calls(self, requests: Collection[RequestKey]) -> Mapping[RequestKey, set[str]]:
         keys = {(self.run_ids[t], r) for t, r in requests}
         rows = self.rows_by_keys(
-            REPORTS, ("run_id", "request_key", "tool_call_id"), ("run_id", "request_key"), keys
+            REPORTS,
+            ("run_id", "request_key", "tool_call_id"),
+            ("run_id", "request_key"),
+            keys,
+            index="ix_reports_request",
         )
         found: dict[RequestKey, set[str]] = defaultdict(set)
         for run_id, request_key, call_id in rows:
