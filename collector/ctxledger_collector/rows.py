@@ -15,7 +15,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from operator import itemgetter
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 from sqlalchemy import Column
@@ -208,8 +208,10 @@ def json_text(value: Any) -> str | None:
 
 def extra_text(attributes: Mapping[str, Any], known: frozenset[str]) -> str | None:
     """The attributes outside the contract, kept as received (NULL when there are none)."""
-    extra = {k: v for k, v in attributes.items() if k not in known}
-    return json_text(json_safe(extra)) if extra else None
+    outside = attributes.keys() - known
+    if not outside:  # the common case: an SDK span holds only contract attributes
+        return None
+    return json_text(json_safe({k: attributes[k] for k in sorted(outside)}))
 
 
 def digest_number(digest: str | None) -> int | None:
@@ -321,6 +323,24 @@ def preferred_rows(
         if row is not held and copy_key(row) > copy_key(held):
             kept[row[:key_width]] = row
     return list(kept.values())
+
+
+Record = TypeVar("Record")
+
+
+def preferred_copies(
+    pairs: Iterable[tuple[tuple[Any, ...], Record]],
+    key_width: int,
+    copy_key: Callable[[tuple[Any, ...]], tuple[Any, ...]],
+) -> dict[tuple[Any, ...], tuple[tuple[Any, ...], Record]]:
+    """Per key (a row's first ``key_width`` values), the preferred copy's row and record."""
+    kept: dict[tuple[Any, ...], tuple[tuple[Any, ...], Record]] = {}
+    for row, record in pairs:
+        key = row[:key_width]
+        held = kept.get(key)
+        if held is None or copy_key(row) > copy_key(held[0]):
+            kept[key] = (row, record)
+    return kept
 
 
 @dataclass

@@ -90,7 +90,7 @@ class Statements:
             staging = self._copy_to_staging(connection, table, columns, rows)
             sql = f"INSERT INTO {table.name} ({names}) SELECT {names} FROM {staging} {conflict}"
             connection.exec_driver_sql(sql)
-        else:
+        else:  # sqlite3's executemany: one prepared statement, many rows
             sql = f"INSERT INTO {table.name} ({names}) VALUES ({self.marks(len(columns))}) "
             connection.exec_driver_sql(sql + conflict, list(rows))
 

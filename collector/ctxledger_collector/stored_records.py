@@ -8,13 +8,14 @@ column order (the queries select ``*_COLUMNS`` explicitly); digests come back as
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import orjson
 
 from ctxledger.verdicts import Manifest, Measurement
 from ctxledger.verdicts.duplicates import span_id_of
-from ctxledger_collector.rows import MANIFEST_COLUMNS, MEASUREMENT_COLUMNS
+from ctxledger_collector.rows import MANIFEST_COLUMNS, MEASUREMENT_COLUMNS, digest_number
 from ctxledger_collector.string_lists import StoredLists
 
 _M = {name: index for index, name in enumerate(MEASUREMENT_COLUMNS)}
@@ -49,6 +50,16 @@ MANIFEST_LISTS = (
 
 def _digest(number: int | None) -> str | None:
     return None if number is None else span_id_of(number)
+
+
+def stored_form(m: Measurement) -> Measurement:
+    """A decoded measurement as reading its stored row gives it back (digests kept as
+    their 64-bit prefixes): what the judge may use instead of reading the row again."""
+    return replace(
+        m,
+        sha256=_digest(digest_number(m.sha256)),
+        canonical_sha256=_digest(digest_number(m.canonical_sha256)),
+    )
 
 
 def measurement_of(row: Sequence[Any], trace_id: str, lists: StoredLists) -> Measurement:

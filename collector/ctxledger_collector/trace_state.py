@@ -17,7 +17,7 @@ from sqlalchemy import Connection, Table
 
 from ctxledger.verdicts import Manifest, Measurement
 from ctxledger.verdicts.incremental import CallKey, JourneyKey, RequestKey, StepKey
-from ctxledger_collector.rows import MANIFEST_COLUMNS, MEASUREMENT_COLUMNS
+from ctxledger_collector.rows import MANIFEST_COLUMNS, MEASUREMENT_COLUMNS, MEASUREMENT_KEY
 from ctxledger_collector.statements import Statements
 from ctxledger_collector.stored_records import (
     MANIFEST_LISTS,
@@ -26,7 +26,7 @@ from ctxledger_collector.stored_records import (
     measurement_of,
 )
 from ctxledger_collector.string_lists import list_refs, read_lists
-from ctxledger_collector.tables import MANIFESTS, MEASUREMENTS, REPORTS
+from ctxledger_collector.tables import COPY_KEY, MANIFESTS, MEASUREMENTS, REPORTS
 
 _RUN = MEASUREMENT_COLUMNS.index("run_id")
 
@@ -34,11 +34,20 @@ _RUN = MEASUREMENT_COLUMNS.index("run_id")
 class SqlTraceState:
     """Answers from the database, inside the store's transaction."""
 
-    def __init__(self, connection: Connection, run_ids: Mapping[str, int]) -> None:
+    def __init__(
+        self,
+        connection: Connection,
+        run_ids: Mapping[str, int],
+        fresh: Mapping[tuple[Any, ...], tuple[tuple[Any, ...], Measurement]] | None = None,
+    ) -> None:
         self.connection = connection
         self.sql = Statements(connection.dialect.name)
         self.run_ids = dict(run_ids)
         self.trace_ids = {run_id: trace_id for trace_id, run_id in run_ids.items()}
+        #: Measurements this transaction just offered to store, with their copy keys, as
+        #: reading them back would give them: where the stored copy key is theirs, only the
+        #: key is read again.
+        self.fresh = dict(fresh or {})
         #: Every manifest read so far (the store dates reports by them).
         self.manifests_read: dict[RequestKey, Manifest] = {}
 
@@ -53,11 +62,26 @@ class SqlTraceState:
         return self.sql.select_keys(self.connection, table, columns, key, sorted(keys), index=index)
 
     def _measurements(self, keys: Collection[tuple[int, str, str]]) -> list[Measurement]:
-        rows = self.rows_by_keys(
-            MEASUREMENTS, MEASUREMENT_COLUMNS, ("run_id", "tool_call_id", "request_key"), keys
+        """The stored measurements of many (run, call, request key) groups: which ones
+        exist from their keys alone, then whole rows only for those not just written."""
+        stored = self.rows_by_keys(
+            MEASUREMENTS, (*MEASUREMENT_KEY, *COPY_KEY), MEASUREMENT_KEY[:3], keys
         )
-        lists = read_lists(self.connection, self.sql, list_refs(rows, *MEASUREMENT_LISTS))
-        return [measurement_of(row, self.trace_ids[row[_RUN]], lists) for row in rows]
+        found: list[Measurement] = []
+        missing: list[tuple[Any, ...]] = []
+        width = len(MEASUREMENT_KEY)
+        for row in stored:
+            key, copy = tuple(row[:width]), tuple(row[width:])
+            fresh = self.fresh.get(key)
+            if fresh is not None and fresh[0] == copy:
+                found.append(fresh[1])
+            else:
+                missing.append(key)
+        if missing:
+            rows = self.rows_by_keys(MEASUREMENTS, MEASUREMENT_COLUMNS, MEASUREMENT_KEY, missing)
+            lists = read_lists(self.connection, self.sql, list_refs(rows, *MEASUREMENT_LISTS))
+            found += [measurement_of(row, self.trace_ids[row[_RUN]], lists) for row in rows]
+        return found
 
     # --- TraceState ----------------------------------------------------------------------
 

@@ -20,7 +20,7 @@ from ctxledger_collector.rows import (
     measurement_row,
     report_row,
 )
-from ctxledger_collector.stored_records import manifest_of, measurement_of
+from ctxledger_collector.stored_records import manifest_of, measurement_of, stored_form
 from ctxledger_collector.string_lists import ListWriter
 from ctxledger_collector.tables import MEASUREMENTS, RUNS
 from tests.collector import otlp_payloads as op
@@ -76,6 +76,8 @@ def test_rows_hold_every_column_in_table_order_and_read_back() -> None:
     back = measurement_of(row, m.trace_id, stored)
     # Digests come back as their 64-bit prefixes: equal digests stay equal.
     assert back == Measurement(**{**vars(m), "sha256": "12" * 8, "canonical_sha256": "34" * 8})
+    # What the store judges with instead of reading a row it just wrote is the same.
+    assert stored_form(m) == back
 
     man = Manifest(
         trace_id=m.trace_id,
