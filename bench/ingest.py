@@ -79,12 +79,13 @@ def run_point(
     threads: int,
     workdir: Path,
     pg_admin_url: str,
+    workers: int = 1,
 ) -> Point:
     name = f"{database}-{load.spans_per_trace}"
     keys = load.span_keys()
     with (
         fresh_database(database, workdir, name, pg_admin_url) as url,
-        collector(url, workdir / f"serve-{name}.log") as running,
+        collector(url, workdir / f"serve-{name}.log", workers=workers) as running,
     ):
         sampler = RssSampler(running.pid).start()
         result = feed(running.traces_endpoint, batches_of(load.spans, batch), threads, 60.0)
@@ -258,6 +259,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="a small run to try the bench")
     parser.add_argument("--batch", type=int, default=512, help="spans per export request")
     parser.add_argument("--threads", type=int, default=2, help="client threads exporting")
+    parser.add_argument(
+        "--pg-workers",
+        type=int,
+        default=1,
+        help="collector worker processes on PostgreSQL (`ctxledger serve --workers`)",
+    )
     parser.add_argument("--seed", type=int, default=workload.SEED)
     parser.add_argument(
         "--plot",
@@ -296,7 +303,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(
         f"python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPUs "
         f"(shared: client, collector and database on one machine); batches of {args.batch} "
-        f"from {args.threads} client threads, stock OTLPSpanExporter; seed {args.seed}\n"
+        f"from {args.threads} client threads, stock OTLPSpanExporter; seed {args.seed}; "
+        f"PostgreSQL collector workers: {args.pg_workers}\n"
     )
     started = time.perf_counter()
     loads = [workload.build(max(args.spans, n), n, args.seed) for n in args.lengths]
@@ -318,7 +326,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 if database == "postgresql" and 0 < args.pg_max_length < load.spans_per_trace:
                     continue
                 point = run_point(
-                    database, load, args.batch, args.threads, workdir, args.pg_admin_url
+                    database,
+                    load,
+                    args.batch,
+                    args.threads,
+                    workdir,
+                    args.pg_admin_url,
+                    workers=args.pg_workers if database == "postgresql" else 1,
                 )
                 points.append(point)
                 print(

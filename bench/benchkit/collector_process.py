@@ -79,14 +79,18 @@ def _wait_ready(process: subprocess.Popen[bytes], base: str, log_path: Path) -> 
 
 @contextmanager
 def collector(
-    database_url: str, log_path: Path, settings: Mapping[str, str] | None = None
+    database_url: str,
+    log_path: Path,
+    settings: Mapping[str, str] | None = None,
+    workers: int = 1,
 ) -> Iterator[RunningCollector]:
-    """Start ``ctxledger serve``; yield once ``/readyz`` answers 200; stop it afterwards."""
+    """Start ``ctxledger serve`` (with ``workers`` processes); yield once ``/readyz``
+    answers 200; stop it afterwards."""
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     with log_path.open("wb") as log:
         process = subprocess.Popen(
-            cli("serve", "--port", str(port), "--log-level", "warning"),
+            cli("serve", "--port", str(port), "--log-level", "warning", "--workers", str(workers)),
             env=child_env(database_url, settings),
             stdout=log,
             stderr=subprocess.STDOUT,

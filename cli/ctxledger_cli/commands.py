@@ -35,6 +35,7 @@ def handle_serve(args: argparse.Namespace) -> int:
         port=args.port,
         log_level=args.log_level,
         on_ready=send_demo_incidents if args.demo else None,
+        workers=args.workers,
     )
 
 

@@ -53,6 +53,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--database-url", help="overrides CTXLEDGER_DATABASE_URL")
     serve.add_argument("--log-level", default="warning")
     serve.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="worker processes on the one port (PostgreSQL only; default 1)",
+    )
+    serve.add_argument(
         "--demo",
         action="store_true",
         help="once up, send the seeds' incidents to this collector and print its verdicts",

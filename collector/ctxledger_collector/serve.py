@@ -40,13 +40,23 @@ def serve(
     port: int = 4318,
     log_level: str = "warning",
     on_ready: Callable[[str], None] | None = None,
+    workers: int = 1,
 ) -> int:
     """Serve until interrupted. Refuses to start on an un-migrated database (exit 2).
 
     ``on_ready`` is called with the base URL once ``/readyz`` answers, from a background
-    thread, while the collector keeps serving.
+    thread, while the collector keeps serving. ``workers`` > 1 runs that many processes on
+    one port (PostgreSQL only: they judge the same traces under its per-trace locks, which
+    SQLite's single writer would only make them queue for).
     """
     settings = Settings()
+    if workers > 1 and settings.database_url.startswith("sqlite"):
+        print(
+            "ctxledger serve: several workers need PostgreSQL; SQLite has one writer at a "
+            "time (run one worker, or set CTXLEDGER_DATABASE_URL to a PostgreSQL database)",
+            file=sys.stderr,
+        )
+        return 2
     try:
         load_alerts(settings)
     except AlertsConfigError as error:
@@ -67,5 +77,15 @@ def serve(
     )
     if on_ready is not None:
         threading.Thread(target=_call_when_ready, args=(url, on_ready), daemon=True).start()
-    uvicorn.run(create_app(settings), host=host, port=port, log_level=log_level)
+    if workers > 1:  # each worker process builds its app from the same CTXLEDGER_* settings
+        uvicorn.run(
+            "ctxledger_collector.app:create_app",
+            factory=True,
+            host=host,
+            port=port,
+            log_level=log_level,
+            workers=workers,
+        )
+    else:
+        uvicorn.run(create_app(settings), host=host, port=port, log_level=log_level)
     return 0

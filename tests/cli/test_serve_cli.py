@@ -77,3 +77,40 @@ def test_serve_demo_sends_the_incidents_once_ready_and_keeps_serving(tmp_path: P
     for name, (_, expected) in EXPECTED_VERDICTS.items():
         (line,) = [line for line in output if line.split()[:1] == [name]]
         assert line.split()[1] == expected and line.endswith("(ok)"), line
+
+
+def test_serve_with_two_workers_on_postgres_judges_the_demo(postgres_url: str) -> None:
+    """Two worker processes on one port share one PostgreSQL; SQLite is refused."""
+    refused = _cli("serve", "--workers", "2", "--port", "1", database_url="sqlite:///x.db")
+    assert refused.returncode == 2 and "PostgreSQL" in refused.stderr
+    assert _cli("db", "upgrade", database_url=postgres_url).returncode == 0
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ctxledger_cli", "serve", "--workers", "2", "--port", str(port)],
+        env=_env(postgres_url),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        import httpx
+
+        deadline = threading.Event()
+        for _ in range(150):
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            deadline.wait(0.2)
+        demo = _cli("demo", "--endpoint", f"http://127.0.0.1:{port}", database_url=postgres_url)
+        assert demo.returncode == 0, demo.stdout + demo.stderr
+        for name, (_, expected) in EXPECTED_VERDICTS.items():
+            (line,) = [line for line in demo.stdout.splitlines() if line.split()[:1] == [name]]
+            assert line.split()[1] == expected and line.endswith("(ok)"), line
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=30)
+        finally:
+            process.kill()
