@@ -46,6 +46,7 @@ from benchkit.databases import (
 from benchkit.exporting import batches_of, feed, quiet_exporter_logs
 from benchkit.plot import plot_growth
 from benchkit.process_memory import RssSampler
+from benchkit.storage_size import stored_bytes
 from benchkit.tables import mib, print_table, ratio
 
 DEFAULT_LENGTHS = (200, 2_000, 10_000, 40_000)
@@ -66,6 +67,11 @@ class Point:
     statuses: dict[str, int]
     completeness: verify.Completeness
     reports: int
+    stored_bytes: int
+
+    @property
+    def bytes_per_span(self) -> float:
+        return self.stored_bytes / self.spans
 
     @property
     def spans_per_s(self) -> float:
@@ -91,6 +97,7 @@ def run_point(
         result = feed(running.traces_endpoint, batches_of(load.spans, batch), threads, 60.0)
         peak = sampler.stop()
         stored = verify.read_stored(url, running.base_url)
+        size = stored_bytes(url)
     sent = list(keys.values())
     completeness = verify.compare(sent, sent, stored, load.traces, load.tool_calls)
     verify.shout_if_lost(f"{database}, traces of {load.spans_per_trace:,}", completeness)
@@ -104,6 +111,7 @@ def run_point(
         result.statuses(),
         completeness,
         stored.reports,
+        size,
     )
 
 
@@ -226,6 +234,16 @@ def print_ratios(
                 "≥ 1× and ≥ 10,000 spans/s",
             )
         )
+    for database in databases:
+        point = _nearest(points, database, 200)
+        if point:
+            rows.append(
+                (
+                    f"bytes stored per span ({database}: tables + indexes)",
+                    f"{point.bytes_per_span:,.0f}",
+                    "≤ 1,000" if database == "sqlite" else "-",
+                )
+            )
     print_table(("what", "measured", "goal"), rows)
 
 
