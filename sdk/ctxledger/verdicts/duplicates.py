@@ -13,8 +13,11 @@ a stored row only with a greater triple; the judge keeps the copy with the great
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import marshal
 from collections.abc import Sequence
+from operator import attrgetter
 from typing import TypeVar
 
 from ctxledger.verdicts.model import Manifest, Measurement
@@ -48,9 +51,17 @@ def span_id_of(number: int) -> str:
     return format(number + _SIGNED_OFFSET, "016x")
 
 
+_FIELDS = {
+    kind: attrgetter(*(f.name for f in dataclasses.fields(kind)))
+    for kind in (Measurement, Manifest)
+}
+
+
 def content_digest(copy: Measurement | Manifest) -> int:
-    """A signed 64-bit digest of everything the copy says."""
-    return _signed(hashlib.blake2b(repr(copy).encode(), digest_size=8).digest())
+    """A signed 64-bit digest of everything the copy says (its fields, serialized with
+    ``marshal``'s version 4: every field is a string, number, bool, None or tuple)."""
+    fields = _FIELDS[type(copy)](copy)
+    return _signed(hashlib.blake2b(marshal.dumps(fields, 4), digest_size=8).digest())
 
 
 def _signed(digest: bytes) -> int:
