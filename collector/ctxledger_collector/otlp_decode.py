@@ -99,8 +99,11 @@ def _proto_value(value: AnyValue) -> Any:
     kind = value.WhichOneof("value")
     if kind == "string_value":  # most values: tried first
         return value.string_value
-    if kind == "array_value":
-        return [_proto_value(v) for v in value.array_value.values]
+    if kind == "array_value":  # mostly strings (item ids, field names): no call for those
+        return [
+            v.string_value if v.WhichOneof("value") == "string_value" else _proto_value(v)
+            for v in value.array_value.values
+        ]
     if kind is None:
         return None
     if kind == "kvlist_value":
