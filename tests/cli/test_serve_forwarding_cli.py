@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import subprocess
 import sys
@@ -23,10 +24,8 @@ def _wait_ready(url: str, process: subprocess.Popen[str]) -> None:
                 return
         except httpx.HTTPError:
             pass
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):  # a pause that notices an exit
             process.wait(timeout=0.1)
-        except subprocess.TimeoutExpired:
-            pass
     raise AssertionError("ctxledger serve did not become ready")
 
 
