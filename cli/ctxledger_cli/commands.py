@@ -7,6 +7,7 @@ and import the collector, the dashboard and their dependencies only when they ru
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 
@@ -28,6 +29,11 @@ def handle_serve(args: argparse.Namespace) -> int:
     require_server_extra()
     if args.database_url:
         os.environ["CTXLEDGER_DATABASE_URL"] = args.database_url
+    # Through the environment, so that every worker process reads the same settings.
+    if args.forward_to:
+        os.environ["CTXLEDGER_FORWARD_TO"] = json.dumps(args.forward_to)
+    if args.forward_header:
+        os.environ["CTXLEDGER_FORWARD_HEADERS"] = json.dumps(dict(args.forward_header))
     from ctxledger_collector.serve import serve
 
     return serve(

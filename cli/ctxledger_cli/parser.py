@@ -15,6 +15,14 @@ from ctxledger_cli.commands import (
 )
 
 
+def header_pair(text: str) -> tuple[str, str]:
+    """``--forward-header`` as (name, value): split at the first ``=``, taken literally."""
+    name, equals, value = text.partition("=")
+    if not equals or not name.strip():
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+    return name.strip(), value.strip()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ctxledger",
@@ -57,6 +65,22 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=1,
         help="worker processes on the one port (PostgreSQL only; default 1)",
+    )
+    serve.add_argument(
+        "--forward-to",
+        action="append",
+        metavar="URL",
+        help="also forward every accepted export, unchanged, to this OTLP/HTTP traces "
+        "endpoint (the full URL, e.g. http://phoenix:6006/v1/traces); repeatable; "
+        "overrides CTXLEDGER_FORWARD_TO",
+    )
+    serve.add_argument(
+        "--forward-header",
+        action="append",
+        type=header_pair,
+        metavar="NAME=VALUE",
+        help="a header sent with every forwarded request, e.g. 'Authorization=Bearer KEY'; "
+        "repeatable; overrides CTXLEDGER_FORWARD_HEADERS",
     )
     serve.add_argument(
         "--demo",

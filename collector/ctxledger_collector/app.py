@@ -16,6 +16,7 @@ from ctxledger_collector.alerts.config import default_config, load_alerts_config
 from ctxledger_collector.alerts.delivery import DeliveryWorker
 from ctxledger_collector.alerts.events import AlertContext
 from ctxledger_collector.database import make_engine
+from ctxledger_collector.forwarding.forwarder import Forwarder
 from ctxledger_collector.metrics import CollectorMetrics
 from ctxledger_collector.migrate import is_up_to_date, upgrade
 from ctxledger_collector.routes import alerts as alert_routes
@@ -70,6 +71,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     alerts = load_alerts(settings)
     engine = make_engine(settings.database_url)
     metrics = CollectorMetrics(engine, label_cap=alerts.config.label_cap)
+    forwarder = Forwarder(settings.forward_destinations(), settings.forward_limits(), metrics)
     state = AppState(
         settings=settings,
         engine=engine,
@@ -77,6 +79,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         metrics=metrics,
         alerts=alerts,
         admission=IngestAdmission(settings.admission_limits()),
+        forwarder=forwarder,
     )
     worker = DeliveryWorker(
         engine,
@@ -92,12 +95,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         await run_in_threadpool(prepare_database, settings)
         sweeper = asyncio.create_task(_sweep_forever(state))
         worker.start()
+        forwarder.start()
         try:
             yield
         finally:
             sweeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await sweeper
+            # The server has stopped taking requests: flush the forwarding queues (bounded).
+            await run_in_threadpool(forwarder.stop)
             await run_in_threadpool(worker.stop)
             engine.dispose()
 

@@ -1,9 +1,11 @@
-"""Prometheus metrics: ingest counters and latency, rejected spans, journeys by verdict."""
+"""Prometheus metrics: ingest counters and latency, rejected spans, journeys by verdict,
+forwarding to other OTLP backends."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from typing import NamedTuple
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
@@ -57,6 +59,36 @@ class JourneyCollector(Collector):
         for labels, count in totals.items():
             family.add_metric(list(labels), count)
         return family
+
+
+class QueueSize(NamedTuple):
+    destination: str
+    requests: int
+    bytes: int
+
+
+class ForwardQueueCollector(Collector):
+    """Each forwarding destination's queue, read at scrape time (always current)."""
+
+    def __init__(self, sizes: Callable[[], Iterable[QueueSize]]) -> None:
+        self.sizes = sizes
+
+    def collect(self) -> Iterator[Metric]:
+        requests = GaugeMetricFamily(
+            "ctxledger_forward_queue_requests",
+            "Accepted export requests waiting to be forwarded, by destination",
+            labels=["destination"],
+        )
+        size = GaugeMetricFamily(
+            "ctxledger_forward_queue_bytes",
+            "Body bytes of the requests waiting to be forwarded, by destination",
+            labels=["destination"],
+        )
+        for queue in self.sizes():
+            requests.add_metric([queue.destination], queue.requests)
+            size.add_metric([queue.destination], queue.bytes)
+        yield requests
+        yield size
 
 
 class LabelLimiter:
@@ -147,6 +179,21 @@ class CollectorMetrics:
             buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
             registry=self.registry,
         )
+        self.forward_requests = Counter(
+            "ctxledger_forward_requests",
+            "Accepted export requests forwarded to another OTLP endpoint, by destination "
+            "and outcome: delivered, retried (one per retry), dropped_full (the oldest, "
+            "dropped from a full queue), given_up (refused for good, or retried too long), "
+            "dropped_shutdown (left unsent when the collector stopped)",
+            ["destination", "outcome"],
+            registry=self.registry,
+        )
+        self.forward_bytes = Counter(
+            "ctxledger_forward_bytes",
+            "Body bytes of the forwarded requests, by destination and outcome",
+            ["destination", "outcome"],
+            registry=self.registry,
+        )
         self.registry.register(JourneyCollector(engine, self.agent_label, self.tool_label))
 
     def count_changes(self, changes: Iterable[VerdictChange]) -> None:
@@ -161,6 +208,9 @@ class CollectorMetrics:
             grown = report.lost_tokens - change.previous_lost_tokens
             if grown > 0:
                 self.lost_tokens_total.labels(*labels).inc(grown)
+
+    def watch_forward_queues(self, sizes: Callable[[], Iterable[QueueSize]]) -> None:
+        self.registry.register(ForwardQueueCollector(sizes))
 
     def observe_delivery(self, sink: str, outcome: str, seconds: float) -> None:
         self.notifications.labels(sink, outcome).inc()

@@ -12,6 +12,7 @@ import uvicorn
 
 from ctxledger_collector.alerts.config import AlertsConfigError
 from ctxledger_collector.app import SchemaNotMigrated, create_app, load_alerts, prepare_database
+from ctxledger_collector.forwarding.destinations import ForwardConfigError
 from ctxledger_collector.settings import Settings
 
 
@@ -65,6 +66,11 @@ def serve(
             print(f"  {problem}", file=sys.stderr)
         return 2
     try:
+        destinations = settings.forward_destinations()
+    except ForwardConfigError as error:
+        print(f"ctxledger serve: {error}", file=sys.stderr)
+        return 2
+    try:
         prepare_database(settings)
     except SchemaNotMigrated as error:
         print(f"ctxledger serve: {error}", file=sys.stderr)
@@ -75,6 +81,14 @@ def serve(
         f"storing in {settings.database_url}",
         file=sys.stderr,
     )
+    for destination in destinations:
+        print(f"  forwarding accepted exports to {destination.name}", file=sys.stderr)
+        if destination.lacks_path:
+            print(
+                "  (that URL has no path: requests are POSTed to it as given; OTLP/HTTP "
+                "backends take traces at .../v1/traces)",
+                file=sys.stderr,
+            )
     if on_ready is not None:
         threading.Thread(target=_call_when_ready, args=(url, on_ready), daemon=True).start()
     if workers > 1:  # each worker process builds its app from the same CTXLEDGER_* settings

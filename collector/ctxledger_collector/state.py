@@ -1,4 +1,5 @@
-"""What the routes share: settings, engine, store, metrics and ingest admission of one app."""
+"""What the routes share: settings, engine, store, metrics, ingest admission and the
+forwarder of one app."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from sqlalchemy import Engine
 
 from ctxledger_collector.admission import IngestAdmission
 from ctxledger_collector.alerts.events import AlertContext
+from ctxledger_collector.forwarding.forwarder import Forwarder
 from ctxledger_collector.metrics import CollectorMetrics
 from ctxledger_collector.settings import Settings
 from ctxledger_collector.store import Store
@@ -21,3 +23,4 @@ class AppState:
     metrics: CollectorMetrics
     alerts: AlertContext
     admission: IngestAdmission
+    forwarder: Forwarder

@@ -9,6 +9,11 @@ answer is sent only after the batch is committed.
 Admission (:mod:`ctxledger_collector.admission`) comes before the body is read: a
 request that finds no slot and no room in the in-flight byte budget within a short wait
 is refused from its headers alone, so refused work costs neither memory nor decoding.
+
+An export answered 200 (partial success included) is handed, exactly as it arrived, to
+the forwarder (:mod:`ctxledger_collector.forwarding`) when destinations are configured;
+refused ones (4xx, 503) are not: the client retries a 503, and a 4xx would be refused
+downstream too.
 """
 
 from __future__ import annotations
@@ -257,6 +262,8 @@ async def export_traces(request: Request, state: StateDep) -> Response:
                 request, settings.max_body_bytes, reservation, settings.ingest_body_timeout_s
             )
             response = await run_in_threadpool(_store_export, state, body, gzipped, media)
+        if response.status_code == 200:
+            _forward(state, request, body)
     except RequestRejected as rejected:
         response = _error(
             media, rejected.status, rejected.message, rejected.grpc_code, **rejected.headers
@@ -265,6 +272,16 @@ async def export_traces(request: Request, state: StateDep) -> Response:
     state.metrics.requests.labels(encoding, str(response.status_code)).inc()
     state.metrics.duration.observe(time.perf_counter() - started)
     return response
+
+
+def _forward(state: AppState, request: Request, body: bytes) -> None:
+    """Queue the body as received (still gzip if it came gzip) with its own headers."""
+    try:
+        state.forwarder.submit(
+            body, request.headers.get("content-type", ""), request.headers.get("content-encoding")
+        )
+    except Exception:  # the export is stored and answered; forwarding must not fail it
+        logger.exception("ctxledger collector: could not queue an export for forwarding")
 
 
 def _store_export(state: AppState, body: bytes, gzipped: bool, media: str) -> Response:
