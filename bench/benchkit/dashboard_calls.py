@@ -139,14 +139,30 @@ def report_lists(http: httpx.Client) -> list[Call]:
             {"tool": tool, "verdict": "dropped", "limit": 100},
         ),
         Call("reports: offset 100,000", "/api/v1/reports", {"offset": 100_000, "limit": 100}),
+        Call(
+            "reports: the page after 100,000 by cursor",
+            "/api/v1/reports",
+            {"after": _cursor_at(http, "/api/v1/reports", 100_000), "limit": 100},
+        ),
     ]
 
 
-def run_lists() -> list[Call]:
+def _cursor_at(http: httpx.Client, path: str, position: int) -> str:
+    """The cursor a client paging by cursor holds after ``position`` rows."""
+    cursor: str = get(http, path, {"offset": position - 1, "limit": 1})["next_cursor"]
+    return cursor
+
+
+def run_lists(http: httpx.Client) -> list[Call]:
     return [
         Call("runs: newest 50", "/api/v1/runs", {"limit": 50}),
         Call("runs: agent=coding-agent", "/api/v1/runs", {"agent": "coding-agent", "limit": 50}),
         Call("runs: offset 3,000", "/api/v1/runs", {"offset": 3_000, "limit": 50}),
+        Call(
+            "runs: the page after 3,000 by cursor",
+            "/api/v1/runs",
+            {"after": _cursor_at(http, "/api/v1/runs", 3_000), "limit": 50},
+        ),
     ]
 
 
@@ -162,6 +178,6 @@ def all_calls(http: httpx.Client, run_trace: str, run_shape: str) -> list[Call]:
         *run_page(run_trace, run_shape),
         *tool_page(http),
         *report_lists(http),
-        *run_lists(),
+        *run_lists(http),
         Call("prometheus scrape", "/metrics"),
     ]

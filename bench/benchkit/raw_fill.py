@@ -1,6 +1,8 @@
 """Filling a migrated collector database directly with the raw driver: sqlite3
-``executemany`` from the generated runs, then psycopg ``COPY`` of the same rows from the
-SQLite file into PostgreSQL (so both hold identical data)."""
+``executemany`` from the generated runs, the journey counters recounted from the
+reports (``journey_counts.rebuild_counts``, what migration 0004 does), then psycopg
+``COPY`` of the same rows from the SQLite file into PostgreSQL (so both hold identical
+data)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchkit.query_data import RunRows
+from ctxledger_collector.database import make_engine
+from ctxledger_collector.journey_counts import (
+    JOURNEY_KEY,
+    JOURNEY_SUMS,
+    RUN_KEY,
+    rebuild_counts,
+)
 from ctxledger_collector.rows import (
     CALL_COLUMNS,
     MANIFEST_COLUMNS,
@@ -26,6 +35,10 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     "calls": CALL_COLUMNS,
     "reports": REPORT_COLUMNS,
 }
+COUNTER_COLUMNS: dict[str, tuple[str, ...]] = {
+    "journey_counts": (*JOURNEY_KEY, *JOURNEY_SUMS),
+    "run_journey_counts": (*RUN_KEY, "journeys"),
+}
 _COMMIT_EVERY = 200  # runs
 
 
@@ -36,6 +49,7 @@ class FillStats:
     reports: int = 0
     build_s: float = 0.0
     write_s: float = 0.0
+    count_s: float = 0.0
 
 
 def _insert(table: str) -> str:
@@ -74,9 +88,18 @@ def fill_sqlite(
             started = time.perf_counter()
             stats.write_s += started - built
         connection.execute("COMMIT")
-        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     finally:
         connection.close()
+    started = time.perf_counter()
+    engine = make_engine(f"sqlite:///{path}")
+    try:
+        with engine.begin() as counting:
+            rebuild_counts(counting)
+        with engine.connect() as checkpoint:
+            checkpoint.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        engine.dispose()
+    stats.count_s = time.perf_counter() - started
     return stats
 
 
@@ -90,7 +113,7 @@ def copy_sqlite_to_postgres(sqlite_path: Path, pg_url: str) -> float:
     source = sqlite3.connect(sqlite_path)
     try:
         with psycopg.connect(pg_url) as target:
-            for table, columns in TABLE_COLUMNS.items():
+            for table, columns in {**TABLE_COLUMNS, **COUNTER_COLUMNS}.items():
                 names = ", ".join(columns)
                 rows = source.execute(f"SELECT {names} FROM {table}")
                 copy_in = f"COPY {table} ({names}) FROM STDIN"
