@@ -95,10 +95,10 @@ def fill_sqlite(
     try:
         with engine.begin() as counting:
             rebuild_counts(counting)
-        with engine.connect() as checkpoint:
-            checkpoint.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
     finally:
         engine.dispose()
+    with sqlite3.connect(path) as checkpoint:
+        checkpoint.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     stats.count_s = time.perf_counter() - started
     return stats
 

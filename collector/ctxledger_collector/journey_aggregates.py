@@ -39,8 +39,7 @@ from ctxledger_collector.report_filters import ReportFilter, filtered, with_runs
 from ctxledger_collector.tables import JOURNEY_COUNTS, REPORTS, RUN_JOURNEY_COUNTS, RUNS
 from ctxledger_collector.time_slices import EARLIEST, LATEST, Plan, Slice, TimeSpan, plan
 
-#: The columns a tally can be grouped by (in the counters and the reports alike).
-GROUPS = ("agent_name", "tool_name", "verdict")
+#: The columns a tally can be grouped by, besides ``verdict`` (names: None or text).
 _NAMES = ("agent_name", "tool_name")
 
 Tallies = dict[tuple[Any, ...], list[int]]
