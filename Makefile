@@ -33,6 +33,7 @@ bench: install
 	$(BIN)/python bench/sdk_overhead.py
 	$(BIN)/python bench/ingest.py
 	$(BIN)/python bench/admission.py
+	$(BIN)/python bench/queries.py
 	$(BIN)/python bench/truncation_strategies.py
 
 clean:

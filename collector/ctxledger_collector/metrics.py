@@ -10,16 +10,20 @@ from typing import NamedTuple
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
+from ctxledger_collector.journey_aggregates import tally
+from ctxledger_collector.report_filters import ReportFilter
 from ctxledger_collector.store import VerdictChange
-from ctxledger_collector.tables import REPORTS
+from ctxledger_collector.time_slices import Slice
+
+ALL_TIME = [Slice(0.0, None, None)]
 
 
 class JourneyCollector(Collector):
-    """Current journeys by verdict, agent and tool, read from the database at scrape."""
+    """Current journeys by verdict, agent and tool, read from the journey counters at scrape."""
 
     def __init__(self, engine: Engine, agent_label: LabelLimiter, tool_label: LabelLimiter) -> None:
         self.engine = engine
@@ -47,15 +51,14 @@ class JourneyCollector(Collector):
             labels=["verdict", "agent", "tool"],
         )
         with Session(self.engine) as session:
-            rows = session.execute(
-                select(
-                    REPORTS.c.verdict, REPORTS.c.agent_name, REPORTS.c.tool_name, func.count()
-                ).group_by(REPORTS.c.verdict, REPORTS.c.agent_name, REPORTS.c.tool_name)
+            # All time, from the counters: a scrape reads buckets, never the reports.
+            counted = tally(
+                session, ReportFilter(), ALL_TIME, ("verdict", "agent_name", "tool_name")
             )
-            totals: dict[tuple[str, str, str], int] = {}
-            for verdict, agent, tool, count in rows:
-                key = (verdict, self.agent_label(agent), self.tool_label(tool))
-                totals[key] = totals.get(key, 0) + count
+        totals: dict[tuple[str, str, str], int] = {}
+        for (_, verdict, agent, tool), (count, _items, _tokens) in counted.items():
+            key = (verdict, self.agent_label(agent), self.tool_label(tool))
+            totals[key] = totals.get(key, 0) + count
         for labels, count in totals.items():
             family.add_metric(list(labels), count)
         return family

@@ -1,66 +1,39 @@
-"""Reading: reports, runs and one run's steps, as the query API returns them."""
+"""Reading: reports and one run's steps, as the query API returns them (the runs list is
+:mod:`run_listing`)."""
 
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import ColumnElement, Select, func, select
 from sqlalchemy.orm import Session
 
 from ctxledger.verdicts import worst
-from ctxledger_collector.report_documents import REPORT_FIELDS, links, report_documents
+from ctxledger_collector import pagination
+from ctxledger_collector.journey_aggregates import tally
+from ctxledger_collector.pagination import Page
+from ctxledger_collector.report_documents import links, report_documents
+from ctxledger_collector.report_filters import ReportFilter, filtered, report_columns, with_runs
+from ctxledger_collector.run_listing import run_json
 from ctxledger_collector.statements import Statements
 from ctxledger_collector.stored_records import listed
 from ctxledger_collector.string_lists import StoredLists, read_lists
 from ctxledger_collector.tables import MANIFESTS, REPORTS, RUNS
+from ctxledger_collector.time_slices import Slice
 
+__all__ = ["Page", "ReportFilter", "documents", "list_reports", "run_detail"]
 
-@dataclass(frozen=True)
-class ReportFilter:
-    trace_id: str | None = None
-    verdicts: tuple[str, ...] = ()
-    agent: str | None = None
-    tool: str | None = None
-    tool_call_id: str | None = None
-    since: float | None = None
-    until: float | None = None
-
-
-@dataclass(frozen=True)
-class Page:
-    limit: int = 100
-    offset: int = 0
-
-
-def report_columns() -> list[ColumnElement[Any]]:
-    return [*(REPORTS.c[name] for name in REPORT_FIELDS), RUNS.c.trace_id]
-
-
-def with_runs(query: Select[Any]) -> Select[Any]:
-    return query.join_from(REPORTS, RUNS, RUNS.c.id == REPORTS.c.run_id)
-
-
-def filtered(query: Select[Any], f: ReportFilter) -> Select[Any]:
-    """``query`` (over reports joined with runs) narrowed by ``f``."""
-    if f.trace_id:
-        query = query.where(RUNS.c.trace_id == f.trace_id)
-    if f.verdicts:
-        query = query.where(REPORTS.c.verdict.in_(f.verdicts))
-    if f.agent:
-        # The contract names the agent by gen_ai.agent.name, else service.name: match
-        # either, as /api/v1/runs does.
-        query = query.where((REPORTS.c.agent_name == f.agent) | (RUNS.c.service_name == f.agent))
-    if f.tool:
-        query = query.where(REPORTS.c.tool_name == f.tool)
-    if f.tool_call_id:
-        query = query.where(REPORTS.c.tool_call_id == f.tool_call_id)
-    if f.since is not None:
-        query = query.where(REPORTS.c.last_observed_at >= f.since)
-    if f.until is not None:
-        query = query.where(REPORTS.c.last_observed_at < f.until)
-    return query
+#: Most recent first, ties by row id: both descending, so one time index walks it (each
+#: ends with the id).
+RECENT: tuple[ColumnElement[Any], ...] = (REPORTS.c.last_observed_at, REPORTS.c.id)
+#: One run in pipeline order: reports without a step first, then by step and request.
+PIPELINE: tuple[ColumnElement[Any], ...] = (
+    REPORTS.c.step.is_not(None),
+    func.coalesce(REPORTS.c.step, 0),
+    REPORTS.c.request_key,
+    REPORTS.c.tool_call_id,
+)
 
 
 def documents(
@@ -72,88 +45,50 @@ def documents(
     return report_documents(session.connection(), rows, trace_ids, dashboard_url)
 
 
+def count_reports(session: Session, f: ReportFilter) -> int:
+    """How many reports ``f`` matches: from the journey counters, unless it names a run
+    or a call (which the counters do not know; the key index answers those)."""
+    if f.trace_id or f.tool_call_id:
+        return session.scalar(filtered(with_runs(select(func.count())), f)) or 0
+    whole = [Slice(0.0, f.since, f.until)]
+    return sum(sums[0] for sums in tally(session, f, whole).values())
+
+
+def _cursor_of(report: dict[str, Any], row: dict[str, Any], pipeline: bool) -> str:
+    if pipeline:
+        step = report["step"]
+        key = (step is not None, step or 0, report["request_id"] or "", report["tool_call_id"])
+        return pagination.encode("pipeline", key)
+    return pagination.encode("recent", (report["last_observed_at"], row["id"]))
+
+
 def list_reports(
     session: Session, f: ReportFilter, page: Page, dashboard_url: str | None
 ) -> dict[str, Any]:
-    total = session.scalar(filtered(with_runs(select(func.count())), f)) or 0
+    """Reports ``f`` matches: one run in pipeline order, otherwise most recent first;
+    from ``page.after`` when given, else from ``page.offset``."""
+    total = count_reports(session, f)
+    pipeline = bool(f.trace_id)
+    order = PIPELINE if pipeline else RECENT
     query = filtered(with_runs(select(*report_columns())), f)
-    if f.trace_id:  # one run: in pipeline order
-        query = query.order_by(REPORTS.c.step, REPORTS.c.request_key, REPORTS.c.tool_call_id)
-    else:  # most recent first
-        query = query.order_by(
-            REPORTS.c.last_observed_at.desc(),
-            REPORTS.c.run_id,
-            REPORTS.c.tool_call_id,
-            REPORTS.c.request_key,
-        )
-    reports = documents(session, query.offset(page.offset).limit(page.limit), dashboard_url)
+    query = query.order_by(*(order if pipeline else (c.desc() for c in order)))
+    if page.after is not None:
+        ordering = "pipeline" if pipeline else "recent"
+        bound = pagination.decode(ordering, page.after)
+        query = query.where(pagination.after(order, bound, descending=not pipeline))
+    else:
+        query = query.offset(page.offset)
+    rows = [dict(row) for row in session.execute(query.limit(page.limit + 1)).mappings()]
+    shown = rows[: page.limit]
+    trace_ids = {row["run_id"]: row["trace_id"] for row in shown}
+    reports = report_documents(session.connection(), shown, trace_ids, dashboard_url)
+    more = len(rows) > page.limit
     next_offset = page.offset + len(reports)
     return {
         "reports": reports,
         "total": total,
-        "next_offset": next_offset if next_offset < total else None,
-    }
-
-
-def _verdict_counts(session: Session, run_ids: list[int]) -> dict[int, dict[str, int]]:
-    counts: dict[int, dict[str, int]] = defaultdict(dict)
-    if not run_ids:
-        return counts
-    rows = session.execute(
-        select(REPORTS.c.run_id, REPORTS.c.verdict, func.count())
-        .where(REPORTS.c.run_id.in_(run_ids))
-        .group_by(REPORTS.c.run_id, REPORTS.c.verdict)
-    )
-    for run_id, verdict, count in rows:
-        counts[run_id][verdict] = count
-    return counts
-
-
-def _run_json(run: Any, verdicts: dict[str, int], dashboard_url: str | None) -> dict[str, Any]:
-    return {
-        "trace_id": run.trace_id,
-        "service_name": run.service_name,
-        "agent_name": run.agent_name or run.service_name,
-        "first_seen": run.first_seen,
-        "last_seen": run.last_seen,
-        "journeys": sum(verdicts.values()),
-        "verdicts": verdicts,
-        "worst_verdict": worst(verdicts),
-        "links": links(dashboard_url, run.trace_id),
-    }
-
-
-def list_runs(
-    session: Session,
-    page: Page,
-    dashboard_url: str | None,
-    agent: str | None = None,
-    verdict: str | None = None,
-    since: float | None = None,
-    until: float | None = None,
-) -> dict[str, Any]:
-    query = select(RUNS)
-    if agent:
-        query = query.where((RUNS.c.agent_name == agent) | (RUNS.c.service_name == agent))
-    if verdict:
-        with_verdict = select(REPORTS.c.run_id).where(REPORTS.c.verdict == verdict)
-        query = query.where(RUNS.c.id.in_(with_verdict))
-    if since is not None:
-        query = query.where(RUNS.c.last_seen >= since)
-    if until is not None:
-        query = query.where(RUNS.c.last_seen < until)
-    total = session.scalar(select(func.count()).select_from(query.subquery())) or 0
-    runs = session.execute(
-        query.order_by(RUNS.c.last_seen.desc(), RUNS.c.trace_id)
-        .offset(page.offset)
-        .limit(page.limit)
-    ).all()
-    counts = _verdict_counts(session, [r.id for r in runs])
-    next_offset = page.offset + len(runs)
-    return {
-        "runs": [_run_json(r, counts.get(r.id, {}), dashboard_url) for r in runs],
-        "total": total,
-        "next_offset": next_offset if next_offset < total else None,
+        "next_offset": next_offset if page.after is None and next_offset < total else None,
+        "next_cursor": _cursor_of(reports[-1], shown[-1], pipeline) if more else None,
     }
 
 
@@ -217,7 +152,7 @@ def run_detail(session: Session, trace_id: str, dashboard_url: str | None) -> di
         counts[report["verdict"]] += 1
     ordered = sorted(steps.items(), key=lambda kv: (kv[0] is None, kv[0] or 0))
     return {
-        **_run_json(run, dict(counts), dashboard_url),
+        **run_json(run, dict(counts), dashboard_url),
         "steps": [
             {
                 "step": step,

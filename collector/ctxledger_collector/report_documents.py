@@ -3,7 +3,6 @@ was judged from, and every transition (the lossy ones as stored, the rest intact
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from itertools import pairwise
 from typing import Any
@@ -12,16 +11,8 @@ from urllib.parse import urlencode
 from sqlalchemy import Connection
 
 from ctxledger import semconv as sc
-from ctxledger.verdicts import Measurement
-from ctxledger_collector.rows import MEASUREMENT_COLUMNS
-from ctxledger_collector.statements import Statements
-from ctxledger_collector.stored_records import MEASUREMENT_LISTS, loads, measurement_of
-from ctxledger_collector.string_lists import list_refs, read_lists
-from ctxledger_collector.tables import MEASUREMENTS
-
-_RUN = MEASUREMENT_COLUMNS.index("run_id")
-_CALL = MEASUREMENT_COLUMNS.index("tool_call_id")
-_REQUEST = MEASUREMENT_COLUMNS.index("request_key")
+from ctxledger_collector.stage_reads import StageIndex, read_stages
+from ctxledger_collector.stored_records import loads
 
 #: The report columns a document is built from (the select of every report query).
 REPORT_FIELDS = (
@@ -64,31 +55,6 @@ def links(
     return out
 
 
-def stage_summary(m: Measurement) -> dict[str, Any]:
-    """One stage as the query API shows it (item ids left out: they can be long)."""
-    return {
-        "stage": m.stage,
-        "order": m.order,
-        "request_id": m.request_id,
-        "step": m.step,
-        "chars": m.chars,
-        "bytes": m.bytes,
-        "tokens": m.tokens,
-        "tokenizer": m.tokenizer,
-        "tokens_estimated": m.tokens_estimated,
-        "items": m.items,
-        "priority_items": m.priority_items,
-        "json_valid": m.json_valid,
-        "declared": m.declared,
-        "strategy": m.strategy,
-        "marker": m.sees_marker,
-        "markers_found": list(m.markers_found),
-        "ref": m.ref,
-        "observed_at": m.observed_at,
-        "trusted": m.trusted,
-    }
-
-
 def _intact(from_stage: str, to_stage: str) -> dict[str, Any]:
     return {
         "from_stage": from_stage,
@@ -104,35 +70,13 @@ def _intact(from_stage: str, to_stage: str) -> dict[str, Any]:
     }
 
 
-def transitions(stages: Sequence[Measurement], lossy: Sequence[dict[str, Any]]) -> list[Any]:
+def transitions(stages: Sequence[dict[str, Any]], lossy: Sequence[dict[str, Any]]) -> list[Any]:
     """Every consecutive pair of stages: as stored when it lost something, else intact."""
     stored = {(t["from_stage"], t["to_stage"]): t for t in lossy}
     return [
-        stored.get((a.stage, b.stage)) or _intact(a.stage, b.stage) for a, b in pairwise(stages)
+        stored.get((a["stage"], b["stage"])) or _intact(a["stage"], b["stage"])
+        for a, b in pairwise(stages)
     ]
-
-
-StageIndex = Mapping[tuple[int, str, str], Sequence[Measurement]]
-
-
-def read_stages(
-    connection: Connection, keys: set[tuple[int, str, str]], trace_ids: Mapping[int, str]
-) -> StageIndex:
-    """The measurements of many (run, call, request key) groups, in one go."""
-    found: dict[tuple[int, str, str], list[Measurement]] = defaultdict(list)
-    sql = Statements(connection.dialect.name)
-    rows = sql.select_keys(
-        connection,
-        MEASUREMENTS,
-        MEASUREMENT_COLUMNS,
-        ("run_id", "tool_call_id", "request_key"),
-        sorted(keys),
-    )
-    lists = read_lists(connection, sql, list_refs(rows, *MEASUREMENT_LISTS))
-    for row in rows:
-        key = (row[_RUN], row[_CALL], row[_REQUEST])
-        found[key].append(measurement_of(row, trace_ids[row[_RUN]], lists))
-    return found
 
 
 def stage_keys(rows: Sequence[Mapping[str, Any]]) -> set[tuple[int, str, str]]:
@@ -156,7 +100,7 @@ def report_document(
         if row["request_key"]
         else ()
     )
-    stages = sorted([*own, *in_request], key=lambda m: (m.order, m.stage))
+    stages = sorted([*own, *in_request], key=lambda s: (s["order"], s["stage"]))
     return {
         "trace_id": trace_id,
         "tool_call_id": row["tool_call_id"],
@@ -173,7 +117,7 @@ def report_document(
         "lost_tokens": row["lost_tokens"],
         "lost_priority_items": row["lost_priority_items"],
         "notes": loads(row["notes"]) or [],
-        "stages": [stage_summary(m) for m in stages],
+        "stages": stages,
         "transitions": transitions(stages, loads(row["transitions"]) or []),
         "last_observed_at": row["last_observed_at"],
         "judged_at": row["judged_at"],
@@ -188,5 +132,5 @@ def report_documents(
     dashboard_url: str | None,
 ) -> list[dict[str, Any]]:
     """Many report rows as the API answers them, their stages read in one go."""
-    index = read_stages(connection, stage_keys(rows), trace_ids) if rows else {}
+    index = read_stages(connection, stage_keys(rows)) if rows else {}
     return [report_document(r, trace_ids[r["run_id"]], index, dashboard_url) for r in rows]

@@ -102,7 +102,14 @@ class ReportPublic(Public):
 class ReportsPublic(Public):
     reports: list[ReportPublic]
     total: int
-    next_offset: int | None = Field(description="the offset of the next page; null on the last")
+    next_offset: int | None = Field(
+        description="the offset of the next page; null on the last, and on a page asked "
+        "for with after"
+    )
+    next_cursor: str | None = Field(
+        description="pass as after for the next page (keyset: no row skipped or repeated "
+        "as rows arrive); null on the last"
+    )
 
 
 # --- runs ---------------------------------------------------------------------------------
@@ -125,7 +132,11 @@ class RunPublic(Public):
 class RunsPublic(Public):
     runs: list[RunPublic]
     total: int
-    next_offset: int | None
+    next_offset: int | None = Field(
+        description="the offset of the next page; null on the last, and on a page asked "
+        "for with after"
+    )
+    next_cursor: str | None = Field(description="pass as after for the next page; null on the last")
 
 
 class ManifestPublic(Public):
@@ -213,7 +224,10 @@ class ToolProfilePublic(Public):
 
     tool: str
     journeys: int
-    sampled: bool = Field(description="true when only the most recent journeys were read")
+    sampled: bool = Field(
+        description="true when by_stage was read from only the most recent 10,000 of the "
+        "tool's journeys that are not intact (the counts are always exact)"
+    )
     verdicts: dict[str, int]
     losing: int
     lost_items: int

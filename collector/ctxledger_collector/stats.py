@@ -1,87 +1,82 @@
-"""Aggregates for the dashboard: verdicts over time, who loses most, where a tool loses."""
+"""Aggregates for the dashboard: verdicts over time, who loses most, where a tool loses.
+
+Counts and losses come from the journey counters (:mod:`journey_aggregates`), exact and
+in time proportional to the buckets read, not to the journeys; a tool's losses by stage
+come from its reports that are not intact (the partial index ``ix_reports_losses``).
+"""
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, Integer, cast, func, select
+from sqlalchemy import literal_column, select
 from sqlalchemy.orm import Session
 
 from ctxledger import semconv as sc
 from ctxledger.verdicts import LOSING_VERDICTS
-from ctxledger_collector.queries import (
-    ReportFilter,
-    documents,
-    filtered,
-    report_columns,
-    with_runs,
-)
+from ctxledger_collector.journey_aggregates import minute_bounds, tally
+from ctxledger_collector.journey_counts import GRAINS
+from ctxledger_collector.queries import documents
+from ctxledger_collector.report_filters import ReportFilter, filtered, report_columns, with_runs
 from ctxledger_collector.stored_records import loads
 from ctxledger_collector.tables import REPORTS
+from ctxledger_collector.time_slices import Slice, timeline_slices
 
-_TOOL_SAMPLE = 10_000
+#: A tool's losses by stage are read from at most this many of its latest losses.
+LOSS_SAMPLE = 10_000
+#: Not intact, written as the partial index ``ix_reports_losses`` is (so it serves).
+_NOT_INTACT = REPORTS.c.verdict != literal_column(f"'{sc.VERDICT_INTACT}'")
 
 
-def _bucket_start(width: float, dialect: str) -> ColumnElement[Any]:
-    scaled = REPORTS.c.last_observed_at / width
-    floored = func.floor(scaled) if dialect == "postgresql" else cast(scaled, Integer)
-    return floored * width
+def _whole_grains(width: int) -> int:
+    """``width`` rounded up to whole minutes, hours or days (whichever it reaches)."""
+    grain = max((g for g in GRAINS if g <= width), default=GRAINS[0])
+    return math.ceil(width / grain) * grain
 
 
 def timeline(session: Session, f: ReportFilter, buckets: int) -> dict[str, Any]:
-    """Journeys by verdict in ``buckets`` equal time slices of [since, until)."""
+    """Journeys by verdict in ``buckets`` equal time slices of [since, until).
+
+    With since and until given, the slices are ``ceil((until - since) / buckets)``
+    seconds wide. Where one is left out, the range ends at the minute of the first or
+    last journey and the width is rounded up to whole minutes, hours or days, so the
+    counters answer whole (there may be fewer slices than asked)."""
     since, until = f.since, f.until
-    if since is None or until is None:
-        bounds = session.execute(
-            filtered(
-                with_runs(
-                    select(
-                        func.min(REPORTS.c.last_observed_at), func.max(REPORTS.c.last_observed_at)
-                    )
-                ),
-                f,
-            )
-        ).one()
-        since = since if since is not None else bounds[0]
-        until = until if until is not None else (bounds[1] + 1 if bounds[1] is not None else None)
+    explicit = since is not None and until is not None
+    if not explicit:
+        bounds = minute_bounds(session, f)
+        if bounds is None:
+            return {"bucket_seconds": None, "since": since, "until": until, "points": []}
+        since = float(bounds[0]) if since is None else since
+        until = float(bounds[1]) if until is None else until
     if since is None or until is None or until <= since:
         return {"bucket_seconds": None, "since": since, "until": until, "points": []}
-    width = max(1.0, math.ceil((until - since) / buckets))
-    dialect = session.get_bind().dialect.name
-    start = _bucket_start(width, dialect).label("start")
-    query = filtered(
-        with_runs(select(start, REPORTS.c.verdict, func.count())).group_by(
-            start, REPORTS.c.verdict
-        ),
-        ReportFilter(**{**vars(f), "since": since, "until": until}),
-    )
+    width = max(1, math.ceil((until - since) / buckets))
+    if not explicit:
+        width = _whole_grains(width)
+    totals = tally(session, f, timeline_slices(since, until, width), ("verdict",), width)
     points = [
-        {"start": float(bucket), "verdict": verdict, "journeys": count}
-        for bucket, verdict, count in session.execute(query)
+        {"start": float(start), "verdict": verdict, "journeys": sums[0]}
+        for (start, verdict), sums in totals.items()
     ]
     points.sort(key=lambda p: (p["start"], p["verdict"]))
     return {"bucket_seconds": width, "since": since, "until": until, "points": points}
 
 
+def _whole_range(f: ReportFilter) -> list[Slice]:
+    return [Slice(0.0, f.since, f.until)]
+
+
 def breakdown(session: Session, f: ReportFilter, by: str, limit: int) -> dict[str, Any]:
     """Per tool (or agent): journeys by verdict and what was lost, worst first."""
-    column = REPORTS.c.tool_name if by == "tool" else REPORTS.c.agent_name
-    query = filtered(
-        with_runs(
-            select(
-                column,
-                REPORTS.c.verdict,
-                func.count(),
-                func.sum(REPORTS.c.lost_items),
-                func.sum(REPORTS.c.lost_tokens),
-            )
-        ).group_by(column, REPORTS.c.verdict),
-        f,
-    )
+    column = "tool_name" if by == "tool" else "agent_name"
     rows: dict[str | None, dict[str, Any]] = {}
-    for name, verdict, count, lost_items, lost_tokens in session.execute(query):
+    for (_, name, verdict), (count, lost_items, lost_tokens) in tally(
+        session, f, _whole_range(f), (column, "verdict")
+    ).items():
         row = rows.setdefault(
             name,
             {
@@ -95,8 +90,8 @@ def breakdown(session: Session, f: ReportFilter, by: str, limit: int) -> dict[st
         )
         row["journeys"] += count
         row["verdicts"][verdict] = count
-        row["lost_items"] += int(lost_items or 0)
-        row["lost_tokens"] += int(lost_tokens or 0)
+        row["lost_items"] += lost_items
+        row["lost_tokens"] += lost_tokens
         if verdict in LOSING_VERDICTS:
             row["losing"] += count
     ordered = sorted(
@@ -106,89 +101,82 @@ def breakdown(session: Session, f: ReportFilter, by: str, limit: int) -> dict[st
     return {"by": by, "rows": ordered[:limit]}
 
 
-def tool_profile(
-    session: Session, tool: str, f: ReportFilter, dashboard_url: str | None, recent: int
-) -> dict[str, Any] | None:
-    """One tool across runs: how often and how much it loses, and at which stage."""
-    scoped = ReportFilter(**{**vars(f), "tool": tool})
-    rows = session.execute(
-        filtered(
-            with_runs(
-                select(
-                    REPORTS.c.verdict,
-                    REPORTS.c.agent_name,
-                    REPORTS.c.lost_items,
-                    REPORTS.c.lost_tokens,
-                    REPORTS.c.transitions,
-                )
-            ),
-            scoped,
-        )
-        .order_by(REPORTS.c.last_observed_at.desc())
-        .limit(_TOOL_SAMPLE)
-    ).all()
-    if not rows:
-        return None
-    verdicts: dict[str, int] = defaultdict(int)
-    agents: dict[str, int] = defaultdict(int)
+def _new_stage(stage: str, from_stage: str | None) -> dict[str, Any]:
+    return {
+        "stage": stage,
+        "from_stage": from_stage,
+        "losses": 0,
+        "verdicts": defaultdict(int),
+        "lost_items": 0,
+        "lost_tokens": 0,
+    }
+
+
+def _losses_by_stage(rows: Sequence[Any]) -> list[dict[str, Any]]:
     by_stage: dict[str, dict[str, Any]] = {}
     for row in rows:
-        verdicts[row.verdict] += 1
-        agents[row.agent_name or "?"] += 1
         for transition in loads(row.transitions) or []:
             if transition["verdict"] == sc.VERDICT_INTACT:
                 continue
             stage = by_stage.setdefault(
                 transition["to_stage"],
-                {
-                    "stage": transition["to_stage"],
-                    "from_stage": transition["from_stage"],
-                    "losses": 0,
-                    "verdicts": defaultdict(int),
-                    "lost_items": 0,
-                    "lost_tokens": 0,
-                },
+                _new_stage(transition["to_stage"], transition["from_stage"]),
             )
             stage["losses"] += 1
             stage["verdicts"][transition["verdict"]] += 1
             stage["lost_items"] += transition["lost_items"]
             stage["lost_tokens"] += transition["lost_tokens"]
         if row.verdict in (sc.VERDICT_DROPPED, sc.VERDICT_ORPHANED):
-            stage = by_stage.setdefault(
-                "request",
-                {
-                    "stage": "request",
-                    "from_stage": None,
-                    "losses": 0,
-                    "verdicts": defaultdict(int),
-                    "lost_items": 0,
-                    "lost_tokens": 0,
-                },
-            )
+            stage = by_stage.setdefault("request", _new_stage("request", None))
             stage["losses"] += 1
             stage["verdicts"][row.verdict] += 1
             stage["lost_items"] += row.lost_items
             stage["lost_tokens"] += row.lost_tokens
-    lossy = documents(
-        session,
-        filtered(with_runs(select(*report_columns())), scoped)
-        .where(REPORTS.c.verdict != sc.VERDICT_INTACT)
-        .order_by(REPORTS.c.last_observed_at.desc())
-        .limit(recent),
-        dashboard_url,
+    return [
+        {**stage, "verdicts": dict(stage["verdicts"])}
+        for stage in sorted(by_stage.values(), key=lambda s: -s["losses"])
+    ]
+
+
+def _lossy(query: Any, scoped: ReportFilter, join_runs: bool) -> Any:
+    """The journeys of ``query`` that ``scoped`` matches and are not intact, newest first."""
+    if join_runs:
+        query = with_runs(query)
+    return filtered(query, scoped).where(_NOT_INTACT).order_by(REPORTS.c.last_observed_at.desc())
+
+
+def tool_profile(
+    session: Session, tool: str, f: ReportFilter, dashboard_url: str | None, recent: int
+) -> dict[str, Any] | None:
+    """One tool across runs: how often and how much it loses, and at which stage."""
+    scoped = ReportFilter(**{**vars(f), "tool": tool})
+    totals = tally(session, scoped, _whole_range(scoped), ("agent_name", "verdict"))
+    if not totals:
+        return None
+    verdicts: dict[str, int] = defaultdict(int)
+    agents: dict[str, int] = defaultdict(int)
+    for (_, agent, verdict), (count, _items, _tokens) in totals.items():
+        verdicts[verdict] += count
+        agents[agent or "?"] += count
+    columns = (
+        REPORTS.c.verdict,
+        REPORTS.c.lost_items,
+        REPORTS.c.lost_tokens,
+        REPORTS.c.transitions,
     )
+    sample = _lossy(select(*columns).select_from(REPORTS), scoped, join_runs=bool(scoped.agent))
+    losses = session.execute(sample.limit(LOSS_SAMPLE + 1)).all()
+    latest = _lossy(select(*report_columns()), scoped, join_runs=True).limit(recent)
+    recent_losses = documents(session, latest, dashboard_url) if recent else []
     return {
         "tool": tool,
-        "journeys": len(rows),
-        "sampled": len(rows) == _TOOL_SAMPLE,
+        "journeys": sum(verdicts.values()),
+        "sampled": len(losses) > LOSS_SAMPLE,
         "verdicts": dict(verdicts),
         "losing": sum(verdicts[v] for v in LOSING_VERDICTS),
-        "lost_items": sum(r.lost_items for r in rows),
-        "lost_tokens": sum(r.lost_tokens for r in rows),
+        "lost_items": sum(sums[1] for sums in totals.values()),
+        "lost_tokens": sum(sums[2] for sums in totals.values()),
         "agents": dict(agents),
-        "by_stage": [
-            {**stage, "verdicts": dict(stage["verdicts"])}
-            for stage in sorted(by_stage.values(), key=lambda s: -s["losses"])
-        ],
-        "recent_losses": lossy,
+        "by_stage": _losses_by_stage(losses[:LOSS_SAMPLE]),
+        "recent_losses": recent_losses,
     }

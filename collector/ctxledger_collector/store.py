@@ -28,6 +28,7 @@ from ctxledger.verdicts.incremental import plan_rejudging, plan_sweep, rejudge
 from ctxledger.verdicts.journeys import CallJudgment
 from ctxledger_collector.alerts.events import AlertContext, record_events
 from ctxledger_collector.database import is_storage_outage
+from ctxledger_collector.journey_counts import COUNTED_COLUMNS, count_journeys
 from ctxledger_collector.otlp_decode import DecodedBatch, DecodedMeasurement, Rejection
 from ctxledger_collector.rows import (
     CALL_COLUMNS,
@@ -233,14 +234,10 @@ class Store:
             for j in judgments
             for request_id in j.considered
         }
+        replaced = state.rows_by_keys(REPORTS, COUNTED_COLUMNS, REPORT_KEY, considered)
         existing = {
             (run_id, call_id, request_key): (verdict, lost_tokens)
-            for run_id, call_id, request_key, verdict, lost_tokens in state.rows_by_keys(
-                REPORTS,
-                ("run_id", "tool_call_id", "request_key", "verdict", "lost_tokens"),
-                REPORT_KEY,
-                considered,
-            )
+            for run_id, call_id, request_key, verdict, lost_tokens, *_ in replaced
         }
         rows = []
         written = set()
@@ -259,6 +256,7 @@ class Store:
         self.sql.upsert(connection, REPORTS, REPORT_COLUMNS, REPORT_KEY, rows)
         stale = [k for k in existing if k not in written]
         self.sql.delete_keys(connection, REPORTS, REPORT_KEY, stale)
+        count_journeys(connection, replaced, rows)
 
     def _write_call_steps(
         self,

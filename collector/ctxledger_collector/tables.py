@@ -3,6 +3,9 @@
 Each run (trace) gets an integer id once (``runs``); the other tables key on it.
 Keys are natural: a measurement is (run, tool call, request, stage), a manifest is
 (run, request), a report is (run, tool call, request), a call is (run, tool call).
+Two counter tables summarise the reports for the aggregates (``journey_counts``,
+``run_journey_counts``); ingest keeps them in step with the reports, in the same
+transaction (:mod:`ctxledger_collector.journey_counts`).
 ``request_key`` is the request id or ``""`` for stages measured before any request, so
 keys never hold NULL. Nothing is stored twice: a measurement's contract attributes are
 columns (digests as 64-bit prefixes, which is all equality needs), attributes outside
@@ -23,19 +26,25 @@ from sqlalchemy import JSON, BigInteger, Column, Index, LargeBinary, Table, Text
 from sqlmodel import Field, SQLModel
 
 _WITHOUT_ROWID = {"sqlite_with_rowid": False}
+#: The condition of the partial index of losing and lossy reports (a literal: a
+#: partial index serves only queries that repeat it word for word).
+LOSSY_CONDITION = "verdict <> 'intact'"
+_LOSSY = text(LOSSY_CONDITION)
 
 
 class RunRow(SQLModel, table=True):
     """One agent run: one trace."""
 
     __tablename__ = "runs"
+    #: Newest first, ties by id: the runs list and its cursor.
+    __table_args__ = (Index("ix_runs_recent", "last_seen", "id"),)
 
     id: int | None = Field(default=None, primary_key=True)
     trace_id: str = Field(max_length=32, unique=True)
-    service_name: str | None = Field(default=None, max_length=256)
+    service_name: str | None = Field(default=None, max_length=256, index=True)
     agent_name: str | None = Field(default=None, max_length=256, index=True)
     first_seen: float = Field(index=True)
-    last_seen: float = Field(index=True)
+    last_seen: float
 
 
 def _big(nullable: bool = False) -> Any:
@@ -146,17 +155,28 @@ class ReportRow(SQLModel, table=True):
     """The verdict on one journey, re-judged whenever data that bears on it arrives."""
 
     __tablename__ = "reports"
+    # The time indexes end with the row id, so the reports list (newest first, ties by id)
+    # pages by cursor on any of them.
     __table_args__ = (
         Index("ix_reports_journey", "run_id", "tool_call_id", "request_key", unique=True),
         Index("ix_reports_request", "run_id", "request_key"),
-        Index("ix_reports_verdict_time", "verdict", "last_observed_at"),
-        Index("ix_reports_tool_time", "tool_name", "last_observed_at"),
-        Index("ix_reports_agent_time", "agent_name", "last_observed_at"),
+        Index("ix_reports_time", "last_observed_at", "id"),
+        Index("ix_reports_verdict_time", "verdict", "last_observed_at", "id"),
+        Index("ix_reports_tool_time", "tool_name", "last_observed_at", "id"),
+        Index("ix_reports_agent_time", "agent_name", "last_observed_at", "id"),
         Index(
             "ix_reports_unsettled",
             "last_observed_at",
             sqlite_where=text("settled = 0"),
             postgresql_where=text("NOT settled"),
+        ),
+        # A tool's losses (its page's stages and recent losses) without its intact rows.
+        Index(
+            "ix_reports_losses",
+            "tool_name",
+            "last_observed_at",
+            sqlite_where=_LOSSY,
+            postgresql_where=_LOSSY,
         ),
     )
 
@@ -179,6 +199,43 @@ class ReportRow(SQLModel, table=True):
     lost_fields: str | None = _text()
     notes: str | None = _text()
     transitions: str | None = _text()
+
+
+# --- counters: the aggregates, kept by ingest --------------------------------------------
+
+
+class JourneyCountRow(SQLModel, table=True):
+    """Journeys by time bucket, agent, tool and verdict, with what they lost: the
+    timeline, the breakdowns, a tool's totals and the Prometheus gauges read these
+    rather than the reports. Each journey is counted at every grain (a minute, an hour
+    and a day: ``grain`` seconds) in the bucket of its ``last_observed_at``
+    (``bucket`` <= it < ``bucket + grain``). A missing agent or tool name is ``""``
+    (the decoder never stores an empty name)."""
+
+    __tablename__ = "journey_counts"
+    __table_args__ = _WITHOUT_ROWID
+
+    grain: int = Field(primary_key=True)
+    bucket: int = Field(sa_column=Column(BigInteger, primary_key=True))
+    agent_name: str = Field(primary_key=True, max_length=256)
+    tool_name: str = Field(primary_key=True, max_length=256)
+    verdict: str = Field(primary_key=True, max_length=16)
+    journeys: int = _big()
+    lost_items: int = _big()
+    lost_tokens: int = _big()
+
+
+class RunJourneyCountRow(SQLModel, table=True):
+    """One run's journeys by agent and verdict: the runs list's counts and verdict
+    filter, and which agents a run's journeys name."""
+
+    __tablename__ = "run_journey_counts"
+    __table_args__ = _WITHOUT_ROWID
+
+    run_id: int = Field(primary_key=True)
+    agent_name: str = Field(primary_key=True, max_length=256)
+    verdict: str = Field(primary_key=True, max_length=16)
+    journeys: int
 
 
 # --- alerting: events, groups and the notification outbox ------------------------------
@@ -274,6 +331,8 @@ MANIFESTS = table_of(ManifestRow)
 CALLS = table_of(CallRow)
 STRING_LISTS = table_of(StringListRow)
 REPORTS = table_of(ReportRow)
+JOURNEY_COUNTS = table_of(JourneyCountRow)
+RUN_JOURNEY_COUNTS = table_of(RunJourneyCountRow)
 ALERT_EVENTS = table_of(AlertEventRow)
 ALERT_GROUPS = table_of(AlertGroupRow)
 NOTIFICATIONS = table_of(NotificationRow)

@@ -18,6 +18,10 @@ def api_url_from_environment() -> str:
     return os.environ.get("CTXLEDGER_API_URL", DEFAULT_API_URL).rstrip("/")
 
 
+def _page(offset: int, after: str | None) -> dict[str, Any]:
+    return {"after": after} if after is not None else {"offset": offset}
+
+
 class CollectorClient:
     """A small synchronous client; every method returns the API's JSON."""
 
@@ -47,14 +51,20 @@ class CollectorClient:
     def health(self) -> Any:
         return self._get("/readyz")
 
-    def runs(self, limit: int = 50, offset: int = 0, **filters: Any) -> Any:
-        return self._get("/api/v1/runs", limit=limit, offset=offset, **filters)
+    def runs(
+        self, limit: int = 50, offset: int = 0, after: str | None = None, **filters: Any
+    ) -> Any:
+        """Runs newest first: from ``offset``, or after the cursor ``after`` (a page's
+        ``next_cursor``)."""
+        return self._get("/api/v1/runs", limit=limit, **_page(offset, after), **filters)
 
     def run(self, trace_id: str) -> Any:
         return self._get(f"/api/v1/runs/{trace_id}")
 
-    def reports(self, limit: int = 100, offset: int = 0, **filters: Any) -> Any:
-        return self._get("/api/v1/reports", limit=limit, offset=offset, **filters)
+    def reports(
+        self, limit: int = 100, offset: int = 0, after: str | None = None, **filters: Any
+    ) -> Any:
+        return self._get("/api/v1/reports", limit=limit, **_page(offset, after), **filters)
 
     def timeline(self, buckets: int = 48, **filters: Any) -> Any:
         return self._get("/api/v1/stats/timeline", buckets=buckets, **filters)

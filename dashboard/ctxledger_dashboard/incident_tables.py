@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode
 
@@ -10,7 +11,14 @@ import streamlit as st
 
 from ctxledger.verdicts import VERDICT_MEANINGS
 from ctxledger_dashboard import charts
-from ctxledger_dashboard.page_kit import fetch, run_link
+from ctxledger_dashboard.page_kit import (
+    cursor_page,
+    fetch,
+    run_link,
+    to_first_page,
+    to_newer_page,
+    to_older_page,
+)
 from ctxledger_dashboard.verdict_style import (
     COLORS,
     badge,
@@ -29,26 +37,41 @@ def duration(seconds: float) -> str:
     return f"{seconds:g} s"
 
 
-def page_controls(key: str, total: int, shown: int, next_offset: int | None) -> None:
-    page = st.session_state[key]
+def _pager(
+    key: str,
+    page: int,
+    total: int,
+    shown: int,
+    newer: Callable[[], None],
+    older: Callable[[], None] | None,
+) -> None:
     first = page * PAGE_SIZE
     columns = st.columns([1, 1, 6], vertical_alignment="center")
     columns[0].button(
-        "← newer",
-        key=f"{key}:prev",
-        disabled=page == 0,
-        on_click=lambda: st.session_state.update({key: page - 1}),
-        width="stretch",
+        "← newer", key=f"{key}:prev", disabled=page == 0, on_click=newer, width="stretch"
     )
     columns[1].button(
-        "older →",
-        key=f"{key}:next",
-        disabled=next_offset is None,
-        on_click=lambda: st.session_state.update({key: page + 1}),
-        width="stretch",
+        "older →", key=f"{key}:next", disabled=older is None, on_click=older, width="stretch"
     )
     if total:
         columns[2].caption(f"{first + 1}–{first + shown} of {total:,}, newest first")
+
+
+def page_controls(key: str, total: int, shown: int, next_offset: int | None) -> None:
+    """Newer and older buttons for a list paged by offset (page number under ``key``)."""
+    page = st.session_state[key]
+
+    def go(to: int) -> Callable[[], None]:
+        return lambda: st.session_state.update({key: to})
+
+    _pager(key, page, total, shown, go(page - 1), go(page + 1) if next_offset is not None else None)
+
+
+def cursor_page_controls(key: str, total: int, shown: int, next_cursor: str | None) -> None:
+    """Newer and older buttons for a list paged by cursor (the cursors under ``key``)."""
+    page, _ = cursor_page(key)
+    older = (lambda: to_older_page(key, next_cursor)) if next_cursor is not None else None
+    _pager(key, page, total, shown, lambda: to_newer_page(key), older)
 
 
 def verdict_style(value: Any) -> str:
@@ -76,23 +99,22 @@ def runs(f: dict[str, Any], totals: dict[str, int]) -> None:
     if verdict:
         st.caption(f"{badge(verdict)} {VERDICT_MEANINGS.get(verdict, '')}")
     key = "runs_page:" + repr((f["range"], f["agent"], f["tool"], tuple(f["verdict"]), verdict))
-    st.session_state.setdefault(key, 0)
-    offset = st.session_state[key] * PAGE_SIZE
+    _, after = cursor_page(key)
     if f["tool"]:
-        tool_journeys(f, verdict, offset, key)
+        tool_journeys(f, verdict, after, key)
         return
     listing = fetch(
         "runs",
         limit=PAGE_SIZE,
-        offset=offset,
+        after=after,
         agent=f["agent"],
         verdict=verdict,
         since=f["since"],
         until=f["until"],
     )
     runs = listing["runs"]
-    if not runs and offset:
-        st.session_state[key] = 0
+    if not runs and after:
+        to_first_page(key)
         st.rerun()
     if not runs:
         st.info("No run matches these filters.", icon=":material/filter_alt_off:")
@@ -122,16 +144,16 @@ def runs(f: dict[str, Any], totals: dict[str, int]) -> None:
             ),
         },
     )
-    page_controls(key, listing["total"], len(runs), listing["next_offset"])
+    cursor_page_controls(key, listing["total"], len(runs), listing.get("next_cursor"))
 
 
-def tool_journeys(f: dict[str, Any], verdict: str | None, offset: int, key: str) -> None:
+def tool_journeys(f: dict[str, Any], verdict: str | None, after: str | None, key: str) -> None:
     """/runs has no tool filter: with a tool chosen, list that tool's journeys instead."""
     verdicts = [verdict] if verdict else f["verdict"]
     listing = fetch(
         "reports",
         limit=PAGE_SIZE,
-        offset=offset,
+        after=after,
         tool=f["tool"],
         agent=f["agent"],
         verdict=verdicts,
@@ -167,7 +189,7 @@ def tool_journeys(f: dict[str, Any], verdict: str | None, offset: int, key: str)
             "run (trace id)": st.column_config.LinkColumn(display_text=r"trace_id=([0-9a-f]+)"),
         },
     )
-    page_controls(key, listing["total"], len(reports), listing["next_offset"])
+    cursor_page_controls(key, listing["total"], len(reports), listing.get("next_cursor"))
 
 
 def tool_link(name: str, range_code: str) -> str:

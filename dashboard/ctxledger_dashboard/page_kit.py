@@ -81,6 +81,26 @@ def live(render: Callable[[], None]) -> None:
         render()
 
 
+def cursor_page(key: str) -> tuple[int, str | None]:
+    """The page of a list shown under ``key``: its number (0: the newest) and the cursor
+    it starts after. The cursors of the pages before it are kept, so "newer" goes back."""
+    cursors: list[str | None] = st.session_state.setdefault(key, [None])
+    return len(cursors) - 1, cursors[-1]
+
+
+def to_older_page(key: str, next_cursor: str) -> None:
+    st.session_state[key].append(next_cursor)
+
+
+def to_newer_page(key: str) -> None:
+    if len(st.session_state[key]) > 1:
+        st.session_state[key].pop()
+
+
+def to_first_page(key: str) -> None:
+    st.session_state[key] = [None]
+
+
 def run_link(trace_id: str, step: int | None = None, tool_call_id: str | None = None) -> str:
     """The dashboard's own deep link to a run, step or journey (relative URL)."""
     link = f"/run?trace_id={trace_id}"

@@ -48,6 +48,8 @@ TABLES = {
     "measurements",
     "manifests",
     "reports",
+    "journey_counts",
+    "run_journey_counts",
     "alert_events",
     "alert_groups",
     "alert_notifications",

@@ -43,7 +43,6 @@ LOG_HEAD = 20
 Configure = Callable[..., Client]
 
 
-
 @pytest.fixture
 def configure_sdk() -> Iterator[Configure]:
     """``configure_sdk(service_name, endpoint)``: a process-wide SDK client exporting over
@@ -368,7 +367,12 @@ def test_report_pagination(seeded: Seeded) -> None:
         assert pages == everything  # same order, no duplicates, nothing skipped
         assert len(set(pages)) == len(pages)
     past_the_end = _get(seeded.http, "/api/v1/reports", {"offset": len(everything)})
-    assert past_the_end == {"reports": [], "total": len(everything), "next_offset": None}
+    assert past_the_end == {
+        "reports": [],
+        "total": len(everything),
+        "next_offset": None,
+        "next_cursor": None,
+    }
     # Pagination composes with filters: one run, one journey at a time, pipeline order.
     trace_a = seeded.traces["A"]
     first = _get(seeded.http, "/api/v1/reports", {"trace_id": trace_a, "limit": 3})
@@ -377,6 +381,60 @@ def test_report_pagination(seeded: Seeded) -> None:
     assert keys(first["reports"] + rest["reports"]) == keys(
         reports(seeded.http, {"trace_id": trace_a})
     )
+
+
+def _by_cursor(http: Any, path: str, items: str, params: dict[str, Any]) -> list[Any]:
+    found: list[Any] = []
+    body = _get(http, path, params)
+    while True:
+        found += body[items]
+        assert body["next_offset"] is None or "after" not in params
+        if body["next_cursor"] is None:
+            return found
+        params = {**params, "after": body["next_cursor"]}
+        body = _get(http, path, params)
+
+
+def test_report_pagination_by_cursor(seeded: Seeded) -> None:
+    everything = keys(reports(seeded.http))
+    for limit in (1, 2, 3):
+        paged = _by_cursor(seeded.http, "/api/v1/reports", "reports", {"limit": limit})
+        assert keys(paged) == everything  # the offset order, each report once
+    trace_a = seeded.traces["A"]
+    in_run = _by_cursor(
+        seeded.http, "/api/v1/reports", "reports", {"trace_id": trace_a, "limit": 1}
+    )
+    assert keys(in_run) == keys(reports(seeded.http, {"trace_id": trace_a}))
+    losing = _by_cursor(
+        seeded.http, "/api/v1/reports", "reports", {"verdict": ["silent", "orphaned"], "limit": 1}
+    )
+    assert keys(losing) == keys(
+        reports(seeded.http, [("verdict", "silent"), ("verdict", "orphaned")])
+    )
+
+
+def test_run_pagination_by_cursor(seeded: Seeded) -> None:
+    everything = [r["trace_id"] for r in _get(seeded.http, "/api/v1/runs")["runs"]]
+    for limit in (1, 2):
+        paged = _by_cursor(seeded.http, "/api/v1/runs", "runs", {"limit": limit})
+        assert [r["trace_id"] for r in paged] == everything
+
+
+def test_bad_cursors_get_422(seeded: Seeded) -> None:
+    page = _get(seeded.http, "/api/v1/reports", {"limit": 1})
+    run_page = _get(seeded.http, "/api/v1/runs", {"limit": 1})
+    in_run = _get(seeded.http, "/api/v1/reports", {"trace_id": seeded.traces["A"], "limit": 1})
+    bad = [
+        ("/api/v1/reports", {"after": "not a cursor"}),
+        ("/api/v1/reports", {"after": "W10"}),  # [] in base64
+        ("/api/v1/reports", {"after": run_page["next_cursor"]}),  # another list's
+        ("/api/v1/reports", {"after": in_run["next_cursor"]}),  # another order's
+        ("/api/v1/reports", {"after": page["next_cursor"], "offset": 1}),  # both
+        ("/api/v1/runs", {"after": page["next_cursor"]}),
+    ]
+    for path, params in bad:
+        response = seeded.http.get(path, params=params)
+        assert response.status_code == 422, (path, params, response.text)
 
 
 BAD_REPORT_QUERIES: list[Any] = [

@@ -34,8 +34,10 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 import ctxledger
 from ctxledger import semconv as sc
+from ctxledger_collector.database import make_engine
 from ctxledger_collector.settings import Settings
 from tests.collector.conftest import fresh_postgres_database
+from tests.collector.journey_counting import assert_counters_match_reports
 from tests.collector.live_collector import LiveCollector, free_port
 from tests.collector.test_queries import (
     CONTEXT_WINDOW,
@@ -195,6 +197,17 @@ def state_of(url: str) -> dict[str, Any]:
         details = {
             r["trace_id"]: http.get(f"/api/v1/runs/{r['trace_id']}").json() for r in runs["runs"]
         }
+        # The aggregates come from the counters every replica moved concurrently.
+        aggregates = {
+            "timeline": http.get("/api/v1/stats/timeline").json(),
+            "by tool": http.get("/api/v1/stats/breakdown", params={"by": "tool"}).json(),
+            "by agent": http.get("/api/v1/stats/breakdown", params={"by": "agent"}).json(),
+            "journeys gauge": sorted(
+                line
+                for line in http.get("/metrics").text.splitlines()
+                if line.startswith("ctxledger_journeys{")
+            ),
+        }
     assert reports["next_offset"] is None and runs["next_offset"] is None
     key = ("trace_id", "tool_call_id", "request_id")
     state: dict[str, Any] = _strip(
@@ -202,6 +215,7 @@ def state_of(url: str) -> dict[str, Any]:
             "reports": sorted(reports["reports"], key=lambda r: tuple(r[k] or "" for k in key)),
             "runs": sorted(runs["runs"], key=lambda r: r["trace_id"]),
             "details": details,
+            "aggregates": aggregates,
         }
     )
     return state
@@ -259,3 +273,8 @@ def test_two_replicas_judge_like_one_collector(
     assert len(expected["runs"]) == 4
     assert seen_by_first == seen_by_second
     assert seen_by_first == expected
+    engine = make_engine(postgres_url)
+    try:
+        assert_counters_match_reports(engine)
+    finally:
+        engine.dispose()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -81,3 +82,28 @@ def test_every_page_has_an_empty_state(
     with LiveCollector(settings) as empty:
         monkeypatch.setenv("CTXLEDGER_API_URL", empty.url)
         assert "ctxledger demo --endpoint" in _text(_page(path))
+
+
+def test_incidents_runs_table_pages_by_cursor(api_env: str, monkeypatch) -> None:
+    """Older and newer walk the runs by the API's cursor: every run once, then back."""
+    from ctxledger_dashboard import incident_tables
+
+    monkeypatch.setattr(incident_tables, "PAGE_SIZE", 3)
+    app = _page("app_pages/overview.py")
+    app.segmented_control[0].set_value("any").run()
+
+    def shown() -> list[str]:
+        return list(app.dataframe[0].value["run"])
+
+    def button(label: str) -> Any:
+        return next(b for b in app.button if b.label == label)
+
+    pages = [shown()]
+    while not button("older →").disabled:
+        button("older →").click().run()
+        assert not app.exception, [e.value for e in app.exception]
+        pages.append(shown())
+    assert [len(page) for page in pages] == [3, 3, 1]  # the seven demo runs
+    assert len({run for page in pages for run in page}) == 7
+    button("← newer").click().run()
+    assert shown() == pages[1]

@@ -4,13 +4,15 @@ session per request, and the query parameters several routes take."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Annotated
 
 from fastapi import Depends, HTTPException, Path, Query, Request
 from sqlalchemy.orm import Session
 
 from ctxledger.verdicts import VERDICTS
-from ctxledger_collector.queries import ReportFilter
+from ctxledger_collector.pagination import InvalidCursor, Page
+from ctxledger_collector.report_filters import ReportFilter
 from ctxledger_collector.state import AppState
 
 
@@ -32,6 +34,14 @@ SessionDep = Annotated[Session, Depends(get_session)]
 TraceId = Annotated[str, Path(pattern="^[0-9a-f]{32}$", description="32 lower-case hex")]
 Limit = Annotated[int, Query(ge=1, le=1000, description="page size")]
 Offset = Annotated[int, Query(ge=0, description="rows to skip (use next_offset)")]
+After = Annotated[
+    str | None,
+    Query(
+        max_length=2048,
+        description="the next_cursor of the previous page: the page after it, however many "
+        "rows arrived meanwhile (instead of offset)",
+    ),
+]
 Since = Annotated[float | None, Query(description="unix seconds, inclusive")]
 Until = Annotated[float | None, Query(description="unix seconds, exclusive")]
 Verdicts = Annotated[list[str] | None, Query(description="repeat to allow several")]
@@ -43,6 +53,22 @@ def verdict_filter(values: list[str] | None) -> tuple[str, ...]:
     if unknown:
         raise HTTPException(422, f"unknown verdict(s) {unknown}; known: {list(VERDICTS)}")
     return tuple(values or ())
+
+
+def page_of(limit: int, offset: int, after: str | None) -> Page:
+    """A page by offset or by cursor; asking for both is answered 422."""
+    if after is not None and offset:
+        raise HTTPException(422, "give offset or after, not both")
+    return Page(limit, offset, after)
+
+
+@contextmanager
+def cursor_errors() -> Iterator[None]:
+    """A cursor this list did not make is answered 422."""
+    try:
+        yield
+    except InvalidCursor as error:
+        raise HTTPException(422, f"after: {error}") from error
 
 
 def journey_filter(

@@ -6,9 +6,10 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query
 
-from ctxledger_collector import queries
+from ctxledger_collector import queries, run_listing
 from ctxledger_collector.responses import ReportsPublic, RunDetailPublic, RunsPublic
 from ctxledger_collector.routes.deps import (
+    After,
     Limit,
     Offset,
     SessionDep,
@@ -17,6 +18,8 @@ from ctxledger_collector.routes.deps import (
     TraceId,
     Until,
     Verdicts,
+    cursor_errors,
+    page_of,
     verdict_filter,
 )
 
@@ -38,12 +41,14 @@ def get_reports(
     until: Until = None,
     limit: Limit = 100,
     offset: Offset = 0,
+    after: After = None,
 ) -> dict[str, Any]:
     report_filter = queries.ReportFilter(
         trace_id, verdict_filter(verdict), agent, tool, tool_call_id, since, until
     )
-    page = queries.Page(limit, offset)
-    return queries.list_reports(session, report_filter, page, state.settings.dashboard_url)
+    page = page_of(limit, offset, after)
+    with cursor_errors():
+        return queries.list_reports(session, report_filter, page, state.settings.dashboard_url)
 
 
 @router.get("/runs", response_model=RunsPublic, summary="Recent runs with their verdict counts")
@@ -56,18 +61,20 @@ def get_runs(
     until: Until = None,
     limit: Limit = 50,
     offset: Offset = 0,
+    after: After = None,
 ) -> dict[str, Any]:
     if verdict is not None:
         verdict_filter([verdict])
-    return queries.list_runs(
-        session,
-        queries.Page(limit, offset),
-        state.settings.dashboard_url,
-        agent=agent,
-        verdict=verdict,
-        since=since,
-        until=until,
-    )
+    with cursor_errors():
+        return run_listing.list_runs(
+            session,
+            page_of(limit, offset, after),
+            state.settings.dashboard_url,
+            agent=agent,
+            verdict=verdict,
+            since=since,
+            until=until,
+        )
 
 
 @router.get(

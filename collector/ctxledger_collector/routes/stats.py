@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, HTTPException, Query
 
 from ctxledger_collector import stats
-from ctxledger_collector.queries import ReportFilter
+from ctxledger_collector.report_filters import ReportFilter
 from ctxledger_collector.responses import BreakdownPublic, TimelinePublic, ToolProfilePublic
 from ctxledger_collector.routes.deps import FilterDep, SessionDep, Since, StateDep, Until
 

@@ -9,7 +9,16 @@ import streamlit as st
 from ctxledger import semconv as sc
 from ctxledger.verdicts import VERDICT_MEANINGS, VERDICT_SEVERITY
 from ctxledger_dashboard import charts
-from ctxledger_dashboard.page_kit import empty_state, fetch, live, run_link, when
+from ctxledger_dashboard.page_kit import (
+    cursor_page,
+    empty_state,
+    fetch,
+    live,
+    run_link,
+    to_newer_page,
+    to_older_page,
+    when,
+)
 from ctxledger_dashboard.verdict_style import badge, ordered
 
 PAGE_SIZE = 50
@@ -17,8 +26,8 @@ PAGE_SIZE = 50
 
 def _choose_run() -> str | None:
     """No run in the URL: offer the recent ones (one page at a time, from the server)."""
-    page = st.session_state.setdefault("run_picker_page", 0)
-    listing = fetch("runs", limit=PAGE_SIZE, offset=page * PAGE_SIZE)
+    page, after = cursor_page("run_picker_pages")
+    listing = fetch("runs", limit=PAGE_SIZE, after=after)
     if not listing["runs"]:
         empty_state("runs")
         return None
@@ -30,10 +39,11 @@ def _choose_run() -> str | None:
     choice = st.selectbox("Pick a run", list(labels), index=None, placeholder="recent runs…")
     columns = st.columns([1, 1, 6])
     if page > 0 and columns[0].button("← newer"):
-        st.session_state.run_picker_page = page - 1
+        to_newer_page("run_picker_pages")
         st.rerun()
-    if listing["next_offset"] is not None and columns[1].button("older →"):
-        st.session_state.run_picker_page = page + 1
+    next_cursor = listing.get("next_cursor")
+    if next_cursor is not None and columns[1].button("older →"):
+        to_older_page("run_picker_pages", next_cursor)
         st.rerun()
     return labels[choice] if choice else None
 

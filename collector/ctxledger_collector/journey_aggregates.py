@@ -1,0 +1,231 @@
+"""Journeys counted and what they lost, by any of agent, tool and verdict, over time
+slices: from the counters (``journey_counts``) wherever whole buckets fit, from the
+reports for the rest, so every answer equals counting the reports themselves.
+
+Three parts make one answer (:func:`tally`), each over disjoint journeys:
+
+* the counters, for the whole buckets inside the slices (:mod:`time_slices`);
+* the reports, for what is left at the slices' edges (less than a minute each);
+* with an agent filter, the reports the counters cannot tell apart: the filter also
+  matches a run's ``service.name`` (as ``/api/v1/runs`` does), and the counters know
+  only each journey's agent. Which runs of that service hold journeys of other agents
+  is read from ``run_journey_counts`` first, so this part costs nothing when there
+  are none (the usual case).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    ColumnElement,
+    Select,
+    and_,
+    case,
+    cast,
+    false,
+    func,
+    literal,
+    or_,
+    select,
+)
+from sqlalchemy.orm import Session
+
+from ctxledger_collector.journey_counts import GRAINS, bucket_of
+from ctxledger_collector.report_filters import ReportFilter, filtered, with_runs
+from ctxledger_collector.tables import JOURNEY_COUNTS, REPORTS, RUN_JOURNEY_COUNTS, RUNS
+from ctxledger_collector.time_slices import EARLIEST, LATEST, Plan, Slice, TimeSpan, plan
+
+#: The columns a tally can be grouped by, besides ``verdict`` (names: None or text).
+_NAMES = ("agent_name", "tool_name")
+
+Tallies = dict[tuple[Any, ...], list[int]]
+
+
+def bucket_expression(moment: ColumnElement[Any], width: int) -> ColumnElement[Any]:
+    """SQL for ``journey_counts.bucket_of(moment, width)``: exact for floats."""
+    rough = cast(moment / width, BigInteger) * width
+    return case(
+        (rough > moment, rough - width), (rough + width <= moment, rough + width), else_=rough
+    )
+
+
+def _counter_filters(f: ReportFilter) -> list[ColumnElement[bool]]:
+    conditions: list[ColumnElement[bool]] = []
+    if f.verdicts:
+        conditions.append(JOURNEY_COUNTS.c.verdict.in_(f.verdicts))
+    if f.tool:
+        conditions.append(JOURNEY_COUNTS.c.tool_name == f.tool)
+    if f.agent:
+        conditions.append(JOURNEY_COUNTS.c.agent_name == f.agent)
+    return conditions
+
+
+def _sums() -> list[ColumnElement[Any]]:
+    return [func.count(), func.sum(REPORTS.c.lost_items), func.sum(REPORTS.c.lost_tokens)]
+
+
+def _from_counters(
+    session: Session, f: ReportFilter, spans: Plan, by: Sequence[str], width: int | None
+) -> list[Any]:
+    if not spans.counters:
+        return []
+    c = JOURNEY_COUNTS.c
+    label = (c.bucket // width) * width if width else literal(0)
+    group = [label, *(c[name] for name in by)]
+    covered = or_(
+        *(and_(c.grain == s.grain, c.bucket >= s.start, c.bucket < s.end) for s in spans.counters)
+    )
+    query = (
+        select(*group, func.sum(c.journeys), func.sum(c.lost_items), func.sum(c.lost_tokens))
+        .where(covered, *_counter_filters(f))
+        .group_by(*group)
+    )
+    return list(session.execute(query))
+
+
+def _in_times(spans: Sequence[TimeSpan]) -> ColumnElement[bool]:
+    t = REPORTS.c.last_observed_at
+    return or_(*(and_(t >= s.start, t < s.end) for s in spans)) if spans else false()
+
+
+def _report_query(by: Sequence[str], width: int | None) -> tuple[Select[Any], list[Any]]:
+    label = bucket_expression(REPORTS.c.last_observed_at, width) if width else literal(0)
+    group = [label, *(REPORTS.c[name] for name in by)]
+    return select(*group, *_sums()), group
+
+
+def _from_edges(
+    session: Session, f: ReportFilter, spans: Plan, by: Sequence[str], width: int | None
+) -> list[Any]:
+    if not spans.reports:
+        return []
+    query, group = _report_query(by, width)
+    untimed = ReportFilter(verdicts=f.verdicts, agent=f.agent, tool=f.tool)
+    query = query.select_from(REPORTS)
+    if f.agent:
+        query = with_runs(query)
+    query = filtered(query, untimed).where(_in_times(spans.reports)).group_by(*group)
+    return list(session.execute(query))
+
+
+def _other_agents(agent: str) -> ColumnElement[bool]:
+    return or_(REPORTS.c.agent_name.is_(None), REPORTS.c.agent_name != agent)
+
+
+def _has_service_extras(session: Session, agent: str) -> bool:
+    """Whether a run of service ``agent`` holds journeys of another agent (or none)."""
+    query = (
+        select(RUN_JOURNEY_COUNTS.c.run_id)
+        .join(RUNS, RUNS.c.id == RUN_JOURNEY_COUNTS.c.run_id)
+        .where(
+            RUNS.c.service_name == agent,
+            RUN_JOURNEY_COUNTS.c.agent_name != agent,
+            RUN_JOURNEY_COUNTS.c.journeys > 0,
+        )
+        .limit(1)
+    )
+    return session.execute(query).first() is not None
+
+
+def _service_extras(
+    session: Session, f: ReportFilter, spans: Plan, by: Sequence[str], width: int | None
+) -> list[Any]:
+    if not f.agent or not spans.counters or not _has_service_extras(session, f.agent):
+        return []
+    query, group = _report_query(by, width)
+    times = [TimeSpan(s.start, s.end) for s in spans.counters]
+    query = (
+        with_runs(query.select_from(REPORTS))
+        .where(RUNS.c.service_name == f.agent, _other_agents(f.agent), _in_times(times))
+        .group_by(*group)
+    )
+    if f.verdicts:
+        query = query.where(REPORTS.c.verdict.in_(f.verdicts))
+    if f.tool:
+        query = query.where(REPORTS.c.tool_name == f.tool)
+    return list(session.execute(query))
+
+
+def tally(
+    session: Session,
+    f: ReportFilter,
+    slices: Sequence[Slice],
+    by: Sequence[str] = (),
+    width: int | None = None,
+) -> Tallies:
+    """(label, *by) -> [journeys, lost items, lost tokens] of the journeys ``f``
+    matches in ``slices`` (``f``'s own since and until are ignored: the slices say
+    when). The label is the start of the ``width``-second bucket of each journey, or
+    0 without ``width``. Groups without journeys are left out; names are None where
+    the journeys have none."""
+    assert not f.trace_id and not f.tool_call_id, "the counters know no runs or calls"
+    spans = plan(slices)
+    totals: Tallies = defaultdict(lambda: [0, 0, 0])
+    named = [i + 1 for i, name in enumerate(by) if name in _NAMES]
+    for part in (_from_counters, _from_edges, _service_extras):
+        for row in part(session, f, spans, by, width):
+            key = list(row[: len(by) + 1])
+            for index in named:
+                key[index] = key[index] or None
+            key[0] = int(key[0])
+            sums = totals[tuple(key)]
+            for i, value in enumerate(row[len(by) + 1 :]):
+                sums[i] += int(value or 0)
+    return {key: sums for key, sums in totals.items() if sums[0]}
+
+
+def _extreme(
+    session: Session,
+    f: ReportFilter,
+    last: bool,
+    grains: Sequence[int] = tuple(sorted(GRAINS, reverse=True)),
+    within: tuple[int, int] | None = None,
+) -> int | None:
+    """The first (or last) minute holding a journey ``f`` matches within its since and
+    until, found in the counters coarse to fine: a day, an hour of it, a minute of
+    that. A bucket across since or until may hold only journeys outside them; then
+    the next bucket is tried."""
+    c = JOURNEY_COUNTS.c
+    grain = grains[0]
+    while True:
+        pick = func.max(c.bucket) if last else func.min(c.bucket)
+        query = select(pick).where(c.grain == grain, c.journeys > 0, *_counter_filters(f))
+        if within is not None:
+            query = query.where(c.bucket >= within[0], c.bucket < within[1])
+        if f.since is not None:
+            query = query.where(c.bucket > f.since - grain)
+        if f.until is not None:
+            query = query.where(c.bucket < f.until)
+        found: int | None = session.scalar(query)
+        if found is None or len(grains) == 1:
+            return found
+        inner = _extreme(session, f, last, grains[1:], (found, found + grain))
+        if inner is not None:
+            return inner
+        low, high = within or (EARLIEST, LATEST)
+        within = (low, found) if last else (found + grain, high)
+
+
+def minute_bounds(session: Session, f: ReportFilter) -> tuple[int, int] | None:
+    """[first minute, end of the last minute) of the journeys ``f`` matches (within
+    its since and until, to the minute); None when there are none."""
+    firsts = [_extreme(session, f, last=False)]
+    lasts = [_extreme(session, f, last=True)]
+    if f.agent and _has_service_extras(session, f.agent):
+        t = REPORTS.c.last_observed_at
+        query = filtered(
+            with_runs(select(func.min(t), func.max(t))).where(_other_agents(f.agent)),
+            ReportFilter(verdicts=f.verdicts, tool=f.tool, since=f.since, until=f.until),
+        ).where(RUNS.c.service_name == f.agent)
+        low, high = session.execute(query).one()
+        firsts.append(None if low is None else bucket_of(low, GRAINS[0]))
+        lasts.append(None if high is None else bucket_of(high, GRAINS[0]))
+    first = min((m for m in firsts if m is not None), default=None)
+    last = max((m for m in lasts if m is not None), default=None)
+    if first is None or last is None:
+        return None
+    return first, last + GRAINS[0]

@@ -1,0 +1,172 @@
+"""Keeping the journey counters (``journey_counts``, ``run_journey_counts``) in step with
+the reports, inside the ingest transaction that writes them.
+
+When reports are replaced, the store passes what it read of the stored ones (their
+state before) and the rows it writes (after); every stored report it read is either
+rewritten or deleted. The counters move by the difference: ``-1`` journey (and its lost
+items and tokens) in the bucket, agent, tool and verdict of each old state, ``+1`` in
+those of each new one. Unchanged journeys cancel out, so a batch writes only the
+counters it changed.
+
+Deltas are added, never set (``ON CONFLICT DO UPDATE SET n = n + excluded.n``), so
+collectors on one PostgreSQL database can move the same counter at once: each
+statement's row lock makes the additions take turns, whatever the transactions'
+order, and the rows are written in one statement in key order, so two transactions
+never wait on each other's rows in opposite orders. On SQLite writers take turns anyway.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from sqlalchemy import Connection
+
+from ctxledger_collector.rows import REPORT_COLUMNS
+
+#: Bucket widths in seconds, finest first: a minute, an hour, a day.
+GRAINS = (60, 3600, 86_400)
+
+#: What the store reads of the reports it replaces: the key, then the columns the
+#: counters are kept by.
+COUNTED_COLUMNS = (
+    "run_id",
+    "tool_call_id",
+    "request_key",
+    "verdict",
+    "lost_tokens",
+    "agent_name",
+    "tool_name",
+    "last_observed_at",
+    "lost_items",
+)
+_OLD = {name: COUNTED_COLUMNS.index(name) for name in COUNTED_COLUMNS}
+_NEW = {name: REPORT_COLUMNS.index(name) for name in COUNTED_COLUMNS}
+
+JOURNEY_KEY = ("grain", "bucket", "agent_name", "tool_name", "verdict")
+JOURNEY_SUMS = ("journeys", "lost_items", "lost_tokens")
+RUN_KEY = ("run_id", "agent_name", "verdict")
+
+Row = Sequence[Any]
+
+
+def bucket_of(moment: float, grain: int) -> int:
+    """The start of the ``grain``-second bucket holding ``moment``: the multiple of
+    ``grain`` with bucket <= moment < bucket + grain, exactly (a float quotient can
+    round across a bucket edge; the comparisons of int and float are exact)."""
+    bucket = math.floor(moment / grain) * grain
+    if bucket > moment:
+        return bucket - grain
+    if bucket + grain <= moment:
+        return bucket + grain
+    return bucket
+
+
+def _name(value: str | None) -> str:
+    return value or ""
+
+
+def journey_deltas(
+    replaced: Iterable[Row], written: Iterable[Row]
+) -> tuple[dict[tuple[Any, ...], list[int]], dict[tuple[Any, ...], int]]:
+    """How the counters move: per counter key, (journeys, lost items, lost tokens); per
+    run key, journeys. ``replaced`` rows are ``COUNTED_COLUMNS``, ``written`` rows are
+    ``REPORT_COLUMNS``. Keys whose changes cancel out are left out."""
+    journeys: dict[tuple[Any, ...], list[int]] = defaultdict(lambda: [0, 0, 0])
+    runs: dict[tuple[Any, ...], int] = defaultdict(int)
+    for sign, rows, at in ((-1, replaced, _OLD), (1, written, _NEW)):
+        for row in rows:
+            agent, tool, verdict = (
+                _name(row[at["agent_name"]]),
+                _name(row[at["tool_name"]]),
+                row[at["verdict"]],
+            )
+            moment = row[at["last_observed_at"]]
+            for grain in GRAINS:
+                sums = journeys[(grain, bucket_of(moment, grain), agent, tool, verdict)]
+                sums[0] += sign
+                sums[1] += sign * row[at["lost_items"]]
+                sums[2] += sign * row[at["lost_tokens"]]
+            runs[(row[at["run_id"]], agent, verdict)] += sign
+    return (
+        {key: sums for key, sums in journeys.items() if any(sums)},
+        {key: count for key, count in runs.items() if count},
+    )
+
+
+def _add(
+    connection: Connection,
+    table: str,
+    key: Sequence[str],
+    sums: Sequence[str],
+    rows: list[tuple[Any, ...]],
+) -> None:
+    if not rows:
+        return
+    rows.sort()
+    columns = [*key, *sums]
+    names = ", ".join(columns)
+    added = ", ".join(f"{s} = {table}.{s} + excluded.{s}" for s in sums)
+    conflict = f"ON CONFLICT ({', '.join(key)}) DO UPDATE SET {added}"
+    if connection.dialect.name == "postgresql":
+        types = [
+            "int8" if c not in ("agent_name", "tool_name", "verdict") else "text" for c in columns
+        ]
+        arrays = ", ".join(f"%s::{t}[]" for t in types)
+        sql = (
+            f"INSERT INTO {table} ({names}) SELECT {names} FROM unnest({arrays}) "
+            f"WITH ORDINALITY AS d({names}, n) ORDER BY n {conflict}"
+        )
+        connection.exec_driver_sql(sql, tuple(list(c) for c in zip(*rows, strict=True)))
+    else:
+        marks = ", ".join("?" * len(columns))
+        sql = f"INSERT INTO {table} ({names}) VALUES ({marks}) {conflict}"
+        connection.exec_driver_sql(sql, rows)
+
+
+def count_journeys(connection: Connection, replaced: Sequence[Row], written: Sequence[Row]) -> None:
+    """Move the counters from the ``replaced`` reports' state (``COUNTED_COLUMNS`` rows
+    of every stored report the transaction rewrites or deletes) to the ``written``
+    reports' (``REPORT_COLUMNS`` rows)."""
+    journeys, runs = journey_deltas(replaced, written)
+    _add(
+        connection,
+        "journey_counts",
+        JOURNEY_KEY,
+        JOURNEY_SUMS,
+        [(*k, *v) for k, v in journeys.items()],
+    )
+    _add(
+        connection, "run_journey_counts", RUN_KEY, ("journeys",), [(*k, v) for k, v in runs.items()]
+    )
+
+
+def _bucket_sql(moment: str, grain: int) -> str:
+    """SQL for :func:`bucket_of` (the migration that added the counters has a copy)."""
+    rough = f"CAST({moment} / {grain} AS BIGINT) * {grain}"
+    return (
+        f"CASE WHEN {rough} > {moment} THEN {rough} - {grain} "
+        f"WHEN {rough} + {grain} <= {moment} THEN {rough} + {grain} ELSE {rough} END"
+    )
+
+
+def rebuild_counts(connection: Connection) -> None:
+    """Recount every counter from the stored reports (what migration 0004 does once;
+    for databases filled without the collector, and for checking the counters)."""
+    connection.exec_driver_sql("DELETE FROM journey_counts")
+    connection.exec_driver_sql("DELETE FROM run_journey_counts")
+    for grain in GRAINS:
+        bucket = _bucket_sql("last_observed_at", grain)
+        connection.exec_driver_sql(
+            f"INSERT INTO journey_counts ({', '.join((*JOURNEY_KEY, *JOURNEY_SUMS))}) "
+            f"SELECT {grain}, {bucket}, coalesce(agent_name, ''), coalesce(tool_name, ''), "
+            "verdict, count(*), sum(lost_items), sum(lost_tokens) FROM reports "
+            f"GROUP BY {bucket}, coalesce(agent_name, ''), coalesce(tool_name, ''), verdict"
+        )
+    connection.exec_driver_sql(
+        "INSERT INTO run_journey_counts (run_id, agent_name, verdict, journeys) "
+        "SELECT run_id, coalesce(agent_name, ''), verdict, count(*) FROM reports "
+        "GROUP BY run_id, coalesce(agent_name, ''), verdict"
+    )

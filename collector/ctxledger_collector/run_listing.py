@@ -1,0 +1,93 @@
+"""The runs list: newest first, filtered, by offset or cursor, each run with its journeys'
+verdicts counted (from ``run_journey_counts``, not from its reports)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import exists, func, select
+from sqlalchemy.orm import Session
+
+from ctxledger.verdicts import worst
+from ctxledger_collector import pagination
+from ctxledger_collector.pagination import Page
+from ctxledger_collector.report_documents import links
+from ctxledger_collector.tables import RUN_JOURNEY_COUNTS, RUNS
+
+_ORDER = (RUNS.c.last_seen, RUNS.c.id)
+
+
+def verdict_counts(session: Session, run_ids: Sequence[int]) -> dict[int, dict[str, int]]:
+    """Each run's journeys by verdict."""
+    counts: dict[int, dict[str, int]] = defaultdict(dict)
+    if not run_ids:
+        return counts
+    c = RUN_JOURNEY_COUNTS.c
+    rows = session.execute(
+        select(c.run_id, c.verdict, func.sum(c.journeys))
+        .where(c.run_id.in_(run_ids))
+        .group_by(c.run_id, c.verdict)
+    )
+    for run_id, verdict, count in rows:
+        if count:
+            counts[run_id][verdict] = int(count)
+    return counts
+
+
+def run_json(run: Any, verdicts: dict[str, int], dashboard_url: str | None) -> dict[str, Any]:
+    return {
+        "trace_id": run.trace_id,
+        "service_name": run.service_name,
+        "agent_name": run.agent_name or run.service_name,
+        "first_seen": run.first_seen,
+        "last_seen": run.last_seen,
+        "journeys": sum(verdicts.values()),
+        "verdicts": verdicts,
+        "worst_verdict": worst(verdicts),
+        "links": links(dashboard_url, run.trace_id),
+    }
+
+
+def list_runs(
+    session: Session,
+    page: Page,
+    dashboard_url: str | None,
+    agent: str | None = None,
+    verdict: str | None = None,
+    since: float | None = None,
+    until: float | None = None,
+) -> dict[str, Any]:
+    """Runs newest first (ties by id), from ``page.after`` when given."""
+    query = select(RUNS)
+    if agent:
+        query = query.where((RUNS.c.agent_name == agent) | (RUNS.c.service_name == agent))
+    if verdict:
+        c = RUN_JOURNEY_COUNTS.c
+        has_verdict = exists().where(c.run_id == RUNS.c.id, c.verdict == verdict, c.journeys > 0)
+        query = query.where(has_verdict)
+    if since is not None:
+        query = query.where(RUNS.c.last_seen >= since)
+    if until is not None:
+        query = query.where(RUNS.c.last_seen < until)
+    total = session.scalar(select(func.count()).select_from(query.subquery())) or 0
+    ordered = query.order_by(*(column.desc() for column in _ORDER))
+    if page.after is not None:
+        ordered = ordered.where(
+            pagination.after(_ORDER, pagination.decode("runs", page.after), descending=True)
+        )
+    else:
+        ordered = ordered.offset(page.offset)
+    found = session.execute(ordered.limit(page.limit + 1)).all()
+    runs, more = found[: page.limit], len(found) > page.limit
+    counts = verdict_counts(session, [r.id for r in runs])
+    next_offset = page.offset + len(runs)
+    return {
+        "runs": [run_json(r, counts.get(r.id, {}), dashboard_url) for r in runs],
+        "total": total,
+        "next_offset": next_offset if page.after is None and next_offset < total else None,
+        "next_cursor": (
+            pagination.encode("runs", (runs[-1].last_seen, runs[-1].id)) if more else None
+        ),
+    }

@@ -1,0 +1,109 @@
+"""Reference counting for the journey counters: what ``journey_counts`` and
+``run_journey_counts`` must hold, and what any aggregate must answer, computed in Python
+from the stored reports themselves."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import Connection, Engine, select
+
+from ctxledger_collector.journey_counts import GRAINS, bucket_of
+from ctxledger_collector.report_filters import ReportFilter
+from ctxledger_collector.tables import JOURNEY_COUNTS, REPORTS, RUN_JOURNEY_COUNTS, RUNS
+from ctxledger_collector.time_slices import Slice
+
+
+def report_rows(connection: Connection) -> list[Any]:
+    query = select(
+        REPORTS.c.run_id,
+        REPORTS.c.agent_name,
+        REPORTS.c.tool_name,
+        REPORTS.c.verdict,
+        REPORTS.c.last_observed_at,
+        REPORTS.c.lost_items,
+        REPORTS.c.lost_tokens,
+        RUNS.c.service_name,
+    ).join_from(REPORTS, RUNS, RUNS.c.id == REPORTS.c.run_id)
+    return list(connection.execute(query))
+
+
+def expected_counters(
+    rows: Sequence[Any],
+) -> tuple[dict[tuple[Any, ...], tuple[int, int, int]], dict[tuple[Any, ...], int]]:
+    journeys: dict[tuple[Any, ...], list[int]] = defaultdict(lambda: [0, 0, 0])
+    runs: dict[tuple[Any, ...], int] = defaultdict(int)
+    for r in rows:
+        for grain in GRAINS:
+            key = (grain, bucket_of(r.last_observed_at, grain), r.agent_name or "")
+            sums = journeys[(*key, r.tool_name or "", r.verdict)]
+            sums[0] += 1
+            sums[1] += r.lost_items
+            sums[2] += r.lost_tokens
+        runs[(r.run_id, r.agent_name or "", r.verdict)] += 1
+    return {k: (v[0], v[1], v[2]) for k, v in journeys.items()}, dict(runs)
+
+
+def stored_counters(
+    connection: Connection,
+) -> tuple[dict[tuple[Any, ...], tuple[int, int, int]], dict[tuple[Any, ...], int]]:
+    r = RUN_JOURNEY_COUNTS.c
+    journeys = {
+        (row.grain, row.bucket, row.agent_name, row.tool_name, row.verdict): (
+            row.journeys,
+            row.lost_items,
+            row.lost_tokens,
+        )
+        for row in connection.execute(select(JOURNEY_COUNTS))
+        if (row.journeys, row.lost_items, row.lost_tokens) != (0, 0, 0)
+    }
+    runs = {
+        (row.run_id, row.agent_name, row.verdict): row.journeys
+        for row in connection.execute(select(r.run_id, r.agent_name, r.verdict, r.journeys))
+        if row.journeys
+    }
+    return journeys, runs
+
+
+def assert_counters_match_reports(engine: Engine) -> None:
+    with engine.connect() as connection:
+        expected = expected_counters(report_rows(connection))
+        stored = stored_counters(connection)
+    assert stored[0] == expected[0]
+    assert stored[1] == expected[1]
+
+
+def _matches(row: Any, f: ReportFilter) -> bool:
+    if f.verdicts and row.verdict not in f.verdicts:
+        return False
+    if f.tool and row.tool_name != f.tool:
+        return False
+    return not f.agent or f.agent in (row.agent_name, row.service_name)
+
+
+def expected_tally(
+    rows: Sequence[Any],
+    f: ReportFilter,
+    slices: Sequence[Slice],
+    by: Sequence[str],
+    width: int | None,
+) -> dict[tuple[Any, ...], list[int]]:
+    """What ``journey_aggregates.tally`` must answer, by counting ``rows``."""
+    totals: dict[tuple[Any, ...], list[int]] = defaultdict(lambda: [0, 0, 0])
+    for row in rows:
+        if not _matches(row, f):
+            continue
+        t = row.last_observed_at
+        inside = any(
+            (s.start is None or t >= s.start) and (s.end is None or t < s.end) for s in slices
+        )
+        if not inside:
+            continue
+        label = bucket_of(t, width) if width else 0
+        sums = totals[(label, *(getattr(row, name) for name in by))]
+        sums[0] += 1
+        sums[1] += row.lost_items
+        sums[2] += row.lost_tokens
+    return dict(totals)
