@@ -11,6 +11,7 @@ import hashlib
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 from opentelemetry import context as otel_context
@@ -20,11 +21,11 @@ from opentelemetry.util.types import AttributeValue
 from ctxledger import semconv as sc
 from ctxledger._analysis import TextAnalyzer, TextMeasurement
 from ctxledger._encodings import encoding_name_for
-from ctxledger._export import DropCounter
 from ctxledger._jobs import ManifestJob, RequestJob, StageJob
 from ctxledger._ledger import Ledger
 from ctxledger._messages import parse_request_body
 from ctxledger._models import context_window_for
+from ctxledger._pipeline_stats import DropCounter
 from ctxledger._safety import raise_errors, report_failure
 from ctxledger._stage_attributes import measurement_attributes, stage_attributes
 from ctxledger.wire import manifest_from_attributes, measurement_from_attributes
@@ -49,6 +50,7 @@ class Recorder:
         ledger: Ledger | None = None,
         max_queue: int = 65_536,
         capture_content: bool = False,
+        after_batch: Callable[[], None] | None = None,
     ) -> None:
         self.tracer = tracer
         self.analyzer = analyzer
@@ -56,6 +58,7 @@ class Recorder:
         self.ledger = ledger
         self.capture_content = capture_content
         self._max_queue = max_queue
+        self._after_batch = after_batch
         self._queue: deque[StageJob | ManifestJob | RequestJob] = deque()
         self._cond = threading.Condition()
         self._busy = False
@@ -113,6 +116,12 @@ class Recorder:
             if self._measured_in_batch:
                 self.counter.add("measured", self._measured_in_batch)
                 self._measured_in_batch = 0
+            if self._after_batch is not None:
+                try:
+                    self._after_batch()
+                except Exception as error:
+                    self._errors.append(error)
+                    report_failure("ctxledger drop report", error)
 
     def _start_span(self, name: str, job: StageJob | ManifestJob, attrs: Any) -> trace.Span:
         ctx = job.context
