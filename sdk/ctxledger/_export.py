@@ -152,20 +152,31 @@ class BufferedSpanProcessor(SpanProcessor):
             return [self._queue.popleft() for _ in range(count)]
 
     def _export_queue(self) -> None:
-        """Send the queued spans, or keep them (spool) behind a backlog or during an outage."""
-        while batch := self._take():
+        """Send the queued spans, or keep them (spool) behind a backlog or during an outage.
+        Without a spool that can be written, spans that cannot go wait in the queue."""
+        while True:
+            sending = self._can_send() and not self._backlog()
+            if not sending and self._spool is None:
+                return
+            batch = self._take()
+            if not batch:
+                return
             try:
                 body = encode(batch)
             except Exception:
                 self._counter.add("spans_dropped", len(batch))
                 raise
-            if self._can_send() and not self._backlog():
+            if sending:
                 kept = self._send_tracked(Claim("queue", len(batch), body=body), body)
                 if kept is None:
                     return
             else:
                 kept = [(body, len(batch))]
-            for part, spans in kept:
+            if kept == [(body, len(batch))]:  # the whole batch waits
+                if not self._keep(body, len(batch), batch):
+                    return  # back in the queue: try again next cycle
+                continue
+            for part, spans in kept:  # the halves of a 413 that could not go yet
                 self._keep(part, spans)
 
     def _drain(self, store: DiskSpool | MemoryStore) -> None:
@@ -203,15 +214,21 @@ class BufferedSpanProcessor(SpanProcessor):
             self._in_flight = None
             return None if self._abandoned else kept
 
-    def _keep(self, body: bytes, spans: int) -> None:
-        """Keep a batch that could not be sent: in the spool, else in memory (bounded)."""
+    def _keep(self, body: bytes, spans: int, batch: list[ReadableSpan] | None = None) -> bool:
+        """Keep a batch that could not be sent: in the spool (True), else in memory: its
+        spans back at the front of the queue, or the body in the memory store. Memory
+        stays within ``max_queue`` spans, the oldest dropped first."""
         if self._spool is not None and self._spool.put(body, spans):
-            return
-        self._memory.put(body, spans)
+            return True
         with self._cond:
+            if batch is not None:
+                self._queue.extendleft(reversed(batch))
+            else:
+                self._memory.put(body, spans)
             lost = self._make_room_locked(0)
         if lost:
             self._counter.add("spans_dropped", lost)
+        return False
 
     def _update_settled(self, cycle: int) -> None:
         backlog = self._backlog()

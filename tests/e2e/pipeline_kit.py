@@ -26,17 +26,21 @@ def free_port() -> int:
 
 
 def install_client(
-    endpoint: str, spool: Path | None, **overrides: Any
+    endpoint: str,
+    spool: Path | None,
+    client_options: dict[str, Any] | None = None,
+    **overrides: Any,
 ) -> tuple[Client, InMemorySpanExporter]:
     """A process-wide client exporting to ``endpoint`` with short retry waits, and a record
-    of every span it ends. ``spool=None`` turns the spool off."""
+    of every span it ends. ``spool=None`` turns the spool off; ``overrides`` are settings,
+    ``client_options`` the client's other arguments (``must_keep=``, …)."""
     settings = replace(
         Settings.resolve(service_name="pipeline-agent", endpoint=endpoint),
         spool_dir=None if spool is None else str(spool),
         export_max_backoff_s=0.2,
         **overrides,
     )
-    client = install(Client(settings))
+    client = install(Client(settings, **(client_options or {})))
     assert client.owned_provider is not None
     recorded = InMemorySpanExporter()
     client.owned_provider.add_span_processor(SimpleSpanProcessor(recorded))
