@@ -1,8 +1,8 @@
 """Measurements leave the agent's thread at once: the caller snapshots the text and
 enqueues it; a worker thread measures it, emits the span and feeds the local ledger.
 
-The queue is bounded; when it is full the newest measurement is dropped and counted,
-never waited for.
+The queue is bounded; when it is full the oldest waiting measurement is dropped and
+counted (the rule of every queue of the SDK, see docs/instrumenting.md), never waited for.
 """
 
 from __future__ import annotations
@@ -77,14 +77,19 @@ class Recorder:
         self._thread.start()
 
     def submit(self, job: StageJob | ManifestJob | RequestJob) -> bool:
-        """Enqueue without blocking; False (and counted) when the queue is full."""
+        """Enqueue without blocking. A full queue drops its oldest job to make room (and
+        counts it); False (counted) only when the recorder is closed."""
         with self._cond:
-            if self._closed or len(self._queue) >= self._max_queue:
-                self.counter.add("queue_dropped")
-                return False
-            self._queue.append(job)
-            self._cond.notify()
-        return True
+            accepted = not self._closed
+            dropped = accepted and len(self._queue) >= self._max_queue
+            if dropped:
+                self._queue.popleft()
+            if accepted:
+                self._queue.append(job)
+                self._cond.notify()
+        if dropped or not accepted:
+            self.counter.add("queue_dropped")
+        return accepted
 
     def _run(self) -> None:
         while True:
