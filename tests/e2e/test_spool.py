@@ -215,3 +215,24 @@ def test_the_spool_folder_is_only_created_when_something_waits(tmp_path: Path) -
         assert len(receiver.spans) == 1
         ctxledger.configure(service_name="e2e-idle", export=False)
     assert not spool.exists()
+
+
+def test_a_batch_still_in_flight_when_shutdown_gives_up_is_kept_in_the_spool(
+    tmp_path: Path,
+) -> None:
+    spool = tmp_path / "spool"
+    with OTLPReceiver() as receiver:
+        client, recorded = install_client(receiver.url, spool)
+        receiver.delay(2.0)  # the collector hangs longer than the shutdown budget
+        ctxledger.measure(sc.STAGE_ORIGINAL, "result", tool_call_id="call_1")
+        assert client.recorder.flush(30)
+        client.shutdown(timeout_s=0.3)
+        measured = recorded_ids(recorded)
+        # It may yet arrive: then the collector gets it twice, a duplicate but never a loss.
+        assert spooled_ids(spool) == measured
+        receiver.delay(0.0)
+        install_client(receiver.url, spool)  # the next process (or client) sends it
+        assert ctxledger.flush(timeout_s=30)
+        assert {s.span_id for s in receiver.spans} == set(measured)
+        assert spool_files(spool) == []
+        ctxledger.configure(service_name="e2e-idle", export=False)
