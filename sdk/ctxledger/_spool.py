@@ -28,6 +28,7 @@ from ctxledger._pipeline_stats import DropCounter
 
 logger = logging.getLogger("ctxledger")
 
+_BINARY = getattr(os, "O_BINARY", 0)  # Windows: no newline translation
 SUFFIX = ".otlp"
 CLAIM = ".claim-"
 TMP_PREFIX = ".tmp-"
@@ -172,8 +173,8 @@ class DiskSpool:
         batch, if it alone is over the limit). False only when the spool cannot be
         written at all: the caller keeps the batch elsewhere."""
         with self._lock:
-            try:
-                self.directory.mkdir(parents=True, exist_ok=True)
+            try:  # only this user may read what waits (ids, hashes, captured content)
+                self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
             except OSError as error:
                 self._log_failure_once("create", error)
                 return False
@@ -184,7 +185,8 @@ class DiskSpool:
             name = f"{time.time_ns():020d}-{self._owner}-{seq:08d}-{spans}{SUFFIX}"
             tmp = self.directory / f"{TMP_PREFIX}{self._owner}-{seq:08d}"
             try:
-                with open(tmp, "xb") as file:
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _BINARY, 0o600)
+                with os.fdopen(fd, "wb") as file:
                     file.write(body)
                     file.flush()
                     os.fsync(file.fileno())

@@ -154,3 +154,12 @@ def test_a_spool_that_cannot_be_written_says_so(tmp_path: Path) -> None:
     assert spool.put(b"batch", spans=1) is False
     assert spool.claim() is None and not spool.has_backlog()
     assert counter.snapshot().spans_spooled == 0
+
+
+def test_only_the_user_may_read_what_waits(tmp_path: Path) -> None:
+    spool, _ = _spool(tmp_path / "spool")
+    spool.put(b"batch", spans=1)
+    if os.name == "posix":
+        assert (tmp_path / "spool").stat().st_mode & 0o777 == 0o700
+        (name,) = os.listdir(tmp_path / "spool")
+        assert (tmp_path / "spool" / name).stat().st_mode & 0o777 == 0o600
