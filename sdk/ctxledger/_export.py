@@ -140,6 +140,8 @@ class BufferedSpanProcessor(SpanProcessor):
             self._after_cycle()
 
     def _can_send(self) -> bool:
+        if self._abandoned:  # shutdown took over what was left: send nothing more
+            return False
         past_deadline = self._stopping and time.monotonic() >= self._deadline
         return self._delivery.backoff.ready() and not past_deadline
 
