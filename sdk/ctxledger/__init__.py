@@ -16,10 +16,10 @@ from ctxledger._api import (
     stats,
 )
 from ctxledger._decorator import tool
-from ctxledger._export import PipelineStats
 from ctxledger._http_hooks import httpx_event_hooks, instrument_http_client
 from ctxledger._items import DEFAULT_ID_FIELDS, DEFAULT_ITEM_KEYS
 from ctxledger._markers import DEFAULT_MARKERS, EMERGENCY_TRIM_PLACEHOLDER, Marker
+from ctxledger._pipeline_stats import PipelineStats
 from ctxledger._runs import llm_request, new_run, run, tool_call
 from ctxledger._settings import Settings
 from ctxledger.remedies.govern import Policy, govern

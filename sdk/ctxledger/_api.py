@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -11,12 +12,12 @@ from opentelemetry import context as otel_context
 from ctxledger import semconv as sc
 from ctxledger._client import Client, get_client, install
 from ctxledger._encodings import encoding_name_for
-from ctxledger._export import PipelineStats
 from ctxledger._items import DEFAULT_ID_FIELDS, DEFAULT_ITEM_KEYS
 from ctxledger._jobs import RequestJob, StageJob
 from ctxledger._ledger import open_ledger
 from ctxledger._markers import DEFAULT_MARKERS, Marker
 from ctxledger._messages import ParsedMessages, parse_messages
+from ctxledger._pipeline_stats import PipelineStats
 from ctxledger._runs import RunState, current_run, parent_span
 from ctxledger._safety import never_raises
 from ctxledger._serialize import to_text
@@ -41,6 +42,8 @@ def configure(
     context_windows: Mapping[str, int] | None = None,
     tokenizer: str | None = None,
     max_queue: int | None = None,
+    spool_dir: str | os.PathLike[str] | None = None,
+    spool_max_bytes: int | None = None,
     max_exact_token_chars: int | None = None,
     tolerances: Tolerances | None = None,
 ) -> Client:
@@ -50,7 +53,10 @@ def configure(
     When the application already runs an OpenTelemetry SDK (Phoenix, Langfuse, Logfire,
     its own collector), measurements go through its provider and join its traces;
     otherwise ctxledger exports OTLP/HTTP to ``endpoint`` (default
-    ``http://127.0.0.1:4318``) with a buffered pipeline that counts what it drops.
+    ``http://127.0.0.1:4318``) with a buffered pipeline that counts what it drops; what
+    the collector cannot take waits in an on-disk spool (``spool_dir``, default under the
+    user's cache directory, ``"off"`` for memory only; at most ``spool_max_bytes``) and is
+    sent when the collector is back, by this process or the next one.
     ``tolerances`` set how much a size may fall before the local ledger calls it loss.
     """
     settings = Settings.resolve(
@@ -61,6 +67,8 @@ def configure(
         ledger=ledger,
         capture_content=capture_content,
         max_queue=max_queue,
+        spool_dir=spool_dir,
+        spool_max_bytes=spool_max_bytes,
         max_exact_token_chars=max_exact_token_chars,
         default_encoding=tokenizer,
     )
@@ -245,7 +253,8 @@ def flush(timeout_s: float = 30.0) -> bool:
 
 
 def stats() -> PipelineStats:
-    """The SDK's own pipeline counters: measured, exported, and everything dropped."""
+    """The SDK's own pipeline counters: measured, exported, spooled, rejected (by reason)
+    and everything dropped."""
     return get_client().stats()
 
 

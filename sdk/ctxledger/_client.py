@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import atexit
 import logging
+import socket
 import threading
 import time
+import uuid
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from opentelemetry import trace
@@ -16,12 +19,17 @@ from opentelemetry.sdk.trace import TracerProvider
 from ctxledger import __about__
 from ctxledger import semconv as sc
 from ctxledger._analysis import AnalysisOptions, TextAnalyzer
-from ctxledger._export import BufferedSpanProcessor, DropCounter, PipelineStats
+from ctxledger._drop_report import DropReporter
+from ctxledger._export import BufferedSpanProcessor
 from ctxledger._items import DEFAULT_ID_FIELDS, DEFAULT_ITEM_KEYS
 from ctxledger._ledger import Ledger, open_ledger
 from ctxledger._markers import DEFAULT_MARKERS, Marker, MarkerScanner
+from ctxledger._otlp_config import SenderConfig
+from ctxledger._otlp_sender import OTLPSender
+from ctxledger._pipeline_stats import DropCounter, PipelineStats
 from ctxledger._recorder import Recorder
 from ctxledger._settings import Settings
+from ctxledger._spool import DiskSpool
 from ctxledger._tokens import TokenCounter
 
 logger = logging.getLogger("ctxledger")
@@ -35,28 +43,37 @@ def _application_provider() -> trace.TracerProvider | None:
     return provider
 
 
+def _own_resource(settings: Settings) -> Resource:
+    attributes: dict[str, str] = {
+        sc.SDK_NAME: "ctxledger",
+        sc.SDK_VERSION: __about__.__version__,
+        sc.SERVICE_INSTANCE_ID: str(uuid.uuid4()),
+        sc.HOST_NAME: socket.gethostname(),
+    }
+    if settings.service_name:
+        attributes[sc.SERVICE_NAME] = settings.service_name
+    return Resource.create(attributes)
+
+
 def _own_pipeline(
-    settings: Settings, counter: DropCounter
+    settings: Settings, counter: DropCounter, after_cycle: Callable[[], None]
 ) -> tuple[TracerProvider, BufferedSpanProcessor] | None:
     if not settings.export:
         return None
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-
-    headers = dict(settings.headers)
-    if settings.api_key:
-        headers["Authorization"] = f"Bearer {settings.api_key}"
-    exporter = OTLPSpanExporter(endpoint=settings.traces_url, headers=headers or None)
-    attributes: dict[str, str] = {sc.SDK_NAME: "ctxledger", sc.SDK_VERSION: __about__.__version__}
-    if settings.service_name:
-        attributes[sc.SERVICE_NAME] = settings.service_name
+    spool = None
+    if settings.spool_dir is not None:
+        spool = DiskSpool(Path(settings.spool_dir), settings.spool_max_bytes, counter)
     # Our own exit hook shuts this provider down within a bounded time.
-    provider = TracerProvider(resource=Resource.create(attributes), shutdown_on_exit=False)
+    provider = TracerProvider(resource=_own_resource(settings), shutdown_on_exit=False)
     processor = BufferedSpanProcessor(
-        exporter,
+        OTLPSender(SenderConfig.resolve(settings)),
         counter,
+        spool,
         max_queue=settings.max_queue,
         batch_size=settings.export_batch,
         delay_s=settings.export_delay_s,
+        max_backoff_s=settings.export_max_backoff_s,
+        after_cycle=after_cycle,
     )
     provider.add_span_processor(processor)
     return provider, processor
@@ -82,13 +99,16 @@ class Client:
         self.context_windows = dict(context_windows or {})
         self.owned_provider: TracerProvider | None = None
         self._processor: BufferedSpanProcessor | None = None
+        self._drop_reporter: DropReporter | None = None
         provider = tracer_provider or _application_provider()
         if provider is None:
-            pipeline = _own_pipeline(settings, self.counter)
+            pipeline = _own_pipeline(settings, self.counter, self._report_drops)
             if pipeline is not None:
                 self.owned_provider, self._processor = pipeline
             provider = self.owned_provider or trace.NoOpTracerProvider()
         self.tracer = provider.get_tracer("ctxledger", __about__.__version__)
+        if not isinstance(provider, trace.NoOpTracerProvider):
+            self._drop_reporter = DropReporter(self.tracer, self.counter)
         options = AnalysisOptions(
             item_keys=item_keys,
             id_fields=id_fields,
@@ -104,7 +124,12 @@ class Client:
             self.ledger,
             max_queue=settings.max_queue,
             capture_content=settings.capture_content,
+            after_batch=self._report_drops if self._processor is None else None,
         )
+
+    def _report_drops(self) -> None:
+        if self._drop_reporter is not None:
+            self._drop_reporter.report()
 
     def flush(self, timeout_s: float = 30.0) -> bool:
         """Emit every queued measurement and export every buffered span."""
@@ -115,9 +140,12 @@ class Client:
 
     def shutdown(self, timeout_s: float = 30.0) -> None:
         """Emit and export what is pending within about ``timeout_s``; what cannot leave
-        by then (a collector outage) is counted as dropped."""
+        by then (a collector outage) stays in the spool for the next process, or without
+        a spool is counted as dropped."""
         deadline = time.monotonic() + timeout_s
         self.recorder.close(timeout_s)
+        if self._drop_reporter is not None:
+            self._drop_reporter.report(force=True)
         if self._processor is not None:
             self._processor.shutdown(max(deadline - time.monotonic(), 0.1))
         if self.owned_provider is not None:

@@ -1,8 +1,8 @@
 """Measurements leave the agent's thread at once: the caller snapshots the text and
 enqueues it; a worker thread measures it, emits the span and feeds the local ledger.
 
-The queue is bounded; when it is full the newest measurement is dropped and counted,
-never waited for.
+The queue is bounded; when it is full the oldest waiting measurement is dropped and
+counted (the rule of every queue of the SDK, see docs/instrumenting.md), never waited for.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import hashlib
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 from opentelemetry import context as otel_context
@@ -20,11 +21,11 @@ from opentelemetry.util.types import AttributeValue
 from ctxledger import semconv as sc
 from ctxledger._analysis import TextAnalyzer, TextMeasurement
 from ctxledger._encodings import encoding_name_for
-from ctxledger._export import DropCounter
 from ctxledger._jobs import ManifestJob, RequestJob, StageJob
 from ctxledger._ledger import Ledger
 from ctxledger._messages import parse_request_body
 from ctxledger._models import context_window_for
+from ctxledger._pipeline_stats import DropCounter
 from ctxledger._safety import raise_errors, report_failure
 from ctxledger._stage_attributes import measurement_attributes, stage_attributes
 from ctxledger.wire import manifest_from_attributes, measurement_from_attributes
@@ -49,6 +50,7 @@ class Recorder:
         ledger: Ledger | None = None,
         max_queue: int = 65_536,
         capture_content: bool = False,
+        after_batch: Callable[[], None] | None = None,
     ) -> None:
         self.tracer = tracer
         self.analyzer = analyzer
@@ -56,6 +58,7 @@ class Recorder:
         self.ledger = ledger
         self.capture_content = capture_content
         self._max_queue = max_queue
+        self._after_batch = after_batch
         self._queue: deque[StageJob | ManifestJob | RequestJob] = deque()
         self._cond = threading.Condition()
         self._busy = False
@@ -74,14 +77,19 @@ class Recorder:
         self._thread.start()
 
     def submit(self, job: StageJob | ManifestJob | RequestJob) -> bool:
-        """Enqueue without blocking; False (and counted) when the queue is full."""
+        """Enqueue without blocking. A full queue drops its oldest job to make room (and
+        counts it); False (counted) only when the recorder is closed."""
         with self._cond:
-            if self._closed or len(self._queue) >= self._max_queue:
-                self.counter.add("queue_dropped")
-                return False
-            self._queue.append(job)
-            self._cond.notify()
-        return True
+            accepted = not self._closed
+            dropped = accepted and len(self._queue) >= self._max_queue
+            if dropped:
+                self._queue.popleft()
+            if accepted:
+                self._queue.append(job)
+                self._cond.notify()
+        if dropped or not accepted:
+            self.counter.add("queue_dropped")
+        return accepted
 
     def _run(self) -> None:
         while True:
@@ -113,6 +121,12 @@ class Recorder:
             if self._measured_in_batch:
                 self.counter.add("measured", self._measured_in_batch)
                 self._measured_in_batch = 0
+            if self._after_batch is not None:
+                try:
+                    self._after_batch()
+                except Exception as error:
+                    self._errors.append(error)
+                    report_failure("ctxledger drop report", error)
 
     def _start_span(self, name: str, job: StageJob | ManifestJob, attrs: Any) -> trace.Span:
         ctx = job.context

@@ -83,6 +83,11 @@ REQUEST_MODEL: Final = "gen_ai.request.model"
 
 # --- resource and agent naming ------------------------------------------------------
 SERVICE_NAME: Final = "service.name"
+SERVICE_INSTANCE_ID: Final = "service.instance.id"
+"""OpenTelemetry's name: ctxledger's own resource carries one per process (a UUID), so
+that per-process running totals (the drop report) can be told apart and added up."""
+HOST_NAME: Final = "host.name"
+"""OpenTelemetry's name: the host ctxledger's own pipeline runs on."""
 AGENT_NAME: Final = "gen_ai.agent.name"
 
 # --- extensions (this project's additions) ------------------------------------------
@@ -99,8 +104,21 @@ ITEMS_FIELDS_COMPLETE: Final = "ctxledger.items.fields_complete"
 TRUNCATION_MARKERS_FOUND: Final = "ctxledger.truncation.markers_found"
 """*Extension.* Names of the known truncation markers found in the measured text."""
 SDK_DROPPED_SPANS: Final = "ctxledger.sdk.dropped_spans"
-"""*Extension.* On manifests: measurements the SDK had to drop so far in this process
-(queue overflow or export given up). Non-zero means the auditor's own view has gaps."""
+"""*Extension.* On manifests and drop reports: measurements the SDK had to drop so far in
+this process (queue overflow, spool full, or export given up): a running total per
+process (``service.instance.id``). Non-zero means the auditor's own view has gaps."""
+SDK_DROPS_QUEUE: Final = "ctxledger.sdk.drops.queue"
+"""*Extension.* On drop reports: measurement jobs dropped so far in this process because
+the measurement queue was full (running total)."""
+SDK_DROPS_BUFFER: Final = "ctxledger.sdk.drops.buffer"
+"""*Extension.* On drop reports: spans dropped so far in this process from the in-memory
+span buffer (full with no spool to take them, or left at shutdown; running total)."""
+SDK_DROPS_SPOOL: Final = "ctxledger.sdk.drops.spool"
+"""*Extension.* On drop reports: spans deleted so far by this process from a full
+on-disk spool, oldest first (running total). They may have been measured by an earlier
+process of the same host and service that shared the spool."""
+SDK_SPOOL_SPANS: Final = "ctxledger.sdk.spool.spans"
+"""*Extension.* On drop reports: spans waiting in the spool when the report was made."""
 CONTENT_TEXT: Final = "ctxledger.content.text"
 """*Extension.* The measured text itself; only sent when content capture is opted in."""
 SDK_NAME: Final = "ctxledger.sdk.name"
@@ -132,6 +150,11 @@ EMERGENCY_TRIM_NOTHING_LEFT: Final = "ctxledger.emergency_trim.nothing_left"
 SPAN_MEASUREMENT: Final = "ctxledger.measure"
 SPAN_MANIFEST: Final = "ctxledger.request"
 SPAN_RUN: Final = "ctxledger.run"
+SPAN_SDK_DROPS: Final = "ctxledger.sdk.drops"
+"""The drop report: a root span the SDK's own pipeline emits when its drop totals changed
+(at most every few seconds, and at shutdown). It carries ``ctxledger.sdk.dropped_spans``
+and the ``ctxledger.sdk.drops.*`` totals, and neither ``ctxledger.stage`` nor
+``ctxledger.request.id``; its resource names the host and the process."""
 
 # --- verdicts (contract section 4) --------------------------------------------------
 VERDICT_INTACT: Final = "intact"

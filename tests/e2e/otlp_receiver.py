@@ -5,7 +5,8 @@ It accepts ``POST /v1/traces`` with an ``application/x-protobuf`` body (optional
 ``ExportTraceServiceResponse`` and records every span with its attributes decoded into
 plain Python values. It can be told to fail (``503`` with ``Retry-After`` by default)
 for a number of requests or until :meth:`OTLPReceiver.recover` is called, so tests can
-prove that an exporter retries and loses nothing.
+prove that an exporter retries and loses nothing; it can answer ``partial_success`` (one
+span of each request refused, with a reason) and 413 for bodies over a size.
 
     with OTLPReceiver() as receiver:
         exporter = OTLPSpanExporter(endpoint=receiver.traces_url)
@@ -92,6 +93,16 @@ class ReceivedRequest:
     """The status code the receiver answered."""
     span_count: int
     """Spans accepted from this request (0 when it was refused)."""
+    received_at: float = 0.0
+    """``time.monotonic()`` when the request had arrived (its body read)."""
+
+
+@dataclass(frozen=True)
+class RejectedSpan:
+    """A span the receiver refused in a ``partial_success`` answer (it was not stored)."""
+
+    span_id: str
+    reason: str
 
 
 @dataclass
@@ -102,11 +113,21 @@ class _FailureMode:
 
 
 @dataclass
+class _PartialMode:
+    reason: str
+    remaining: int | None  # None: until recover()
+
+
+@dataclass
 class _State:
     lock: threading.Condition = field(default_factory=threading.Condition)
     spans: list[ReceivedSpan] = field(default_factory=list)
     requests: list[ReceivedRequest] = field(default_factory=list)
+    rejected: list[RejectedSpan] = field(default_factory=list)
     failure: _FailureMode | None = None
+    partial: _PartialMode | None = None
+    max_body_bytes: int | None = None
+    delay_s: float = 0.0
 
 
 def _decode_body(body: bytes, encoding: str) -> bytes:
@@ -150,6 +171,7 @@ def decode_export_request(body: bytes, headers: Mapping[str, str]) -> list[Recei
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, as real collectors speak
     server: _Server
+    _received_at: float = 0.0
 
     def log_message(self, *args: Any) -> None:  # keep test output quiet
         return None
@@ -174,13 +196,36 @@ class _Handler(BaseHTTPRequestHandler):
                     body=body,
                     status=status,
                     span_count=span_count,
+                    received_at=self._received_at,
                 )
             )
             state.lock.notify_all()
 
+    def _partial(self, spans: list[ReceivedSpan]) -> tuple[list[ReceivedSpan], bytes]:
+        """The spans to store and the 200 answer, refusing the first span if told to."""
+        state = self.server.state
+        with state.lock:
+            partial = state.partial
+            if partial is not None and partial.remaining is not None:
+                partial.remaining -= 1
+                if partial.remaining <= 0:
+                    state.partial = None
+            if partial is None or not spans:
+                return spans, ExportTraceServiceResponse().SerializeToString()
+            refused = spans[0]
+            state.rejected.append(RejectedSpan(refused.span_id, partial.reason))
+        answer = ExportTraceServiceResponse()
+        answer.partial_success.rejected_spans = 1
+        answer.partial_success.error_message = f"span {refused.span_id}: {partial.reason}"
+        return spans[1:], answer.SerializeToString()
+
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
+        self._received_at = time.monotonic()
+        delay_s = self.server.state.delay_s
+        if delay_s:
+            time.sleep(delay_s)
         headers = {k.lower(): v for k, v in self.headers.items()}
         if self.path.split("?", 1)[0] != TRACES_PATH:
             self._record(raw, 404, 0)
@@ -198,6 +243,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._record(raw, failure.status, 0)
             self._reply(failure.status, b"receiver told to fail", "text/plain", extra)
             return
+        limit = state.max_body_bytes
+        if limit is not None and len(raw) > limit:
+            self._record(raw, 413, 0)
+            self._reply(413, f"body over {limit} bytes".encode(), "text/plain", {})
+            return
         content_type = headers.get("content-type", "").split(";", 1)[0].strip().lower()
         if content_type != PROTOBUF:
             self._record(raw, 415, 0)
@@ -212,11 +262,12 @@ class _Handler(BaseHTTPRequestHandler):
             self._record(raw, 400, 0)
             self._reply(400, f"malformed body: {error}".encode(), "text/plain", {})
             return
+        spans, answer = self._partial(spans)
         with state.lock:
             state.spans.extend(spans)
             state.lock.notify_all()
         self._record(body, 200, len(spans))
-        self._reply(200, ExportTraceServiceResponse().SerializeToString(), PROTOBUF, {})
+        self._reply(200, answer, PROTOBUF, {})
 
 
 class _Server(ThreadingHTTPServer):
@@ -288,9 +339,28 @@ class OTLPReceiver:
             self._state.failure = _FailureMode(status, retry_after, requests)
 
     def recover(self) -> None:
-        """Accept exports again."""
+        """Accept exports again (whole, and of any size)."""
         with self._state.lock:
             self._state.failure = None
+            self._state.partial = None
+            self._state.max_body_bytes = None
+
+    def reject_one_span(self, reason: str, *, requests: int | None = None) -> None:
+        """Refuse the first span of the next ``requests`` exports (or of all of them until
+        :meth:`recover`) with ``reason``: a 200 with ``partial_success``, as a collector
+        answers for a span it cannot store. The other spans are stored."""
+        with self._state.lock:
+            self._state.partial = _PartialMode(reason, requests)
+
+    def delay(self, seconds: float) -> None:
+        """Wait ``seconds`` before answering each request (a slow collector)."""
+        with self._state.lock:
+            self._state.delay_s = seconds
+
+    def limit_body(self, max_bytes: int | None) -> None:
+        """Answer 413 to bodies (as sent) over ``max_bytes``; None: no limit."""
+        with self._state.lock:
+            self._state.max_body_bytes = max_bytes
 
     # --- what was received -----------------------------------------------------------
 
@@ -306,10 +376,17 @@ class OTLPReceiver:
         with self._state.lock:
             return list(self._state.requests)
 
+    @property
+    def rejected(self) -> list[RejectedSpan]:
+        """Every span refused with ``partial_success`` so far (a snapshot)."""
+        with self._state.lock:
+            return list(self._state.rejected)
+
     def clear(self) -> None:
         with self._state.lock:
             self._state.spans.clear()
             self._state.requests.clear()
+            self._state.rejected.clear()
 
     def wait_until(
         self, predicate: Callable[[OTLPReceiver], bool], timeout_s: float = 10.0

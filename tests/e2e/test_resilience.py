@@ -1,12 +1,13 @@
-"""Never blocks, never loses silently: a collector outage is ridden out by retrying, and
-whatever cannot be kept is counted in ``ctxledger.stats()``."""
+"""Never blocks, never loses silently: a collector outage is ridden out by retrying (and
+the spool), and whatever cannot be kept is counted in ``ctxledger.stats()``."""
 
 from __future__ import annotations
 
 import socket
 from collections.abc import Callable
 
-import pytest
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import ctxledger
 from ctxledger import semconv as sc
@@ -54,14 +55,14 @@ def test_outage_then_recovery_loses_nothing(
     assert after.dropped == 0
 
 
-def test_overflow_with_a_dead_endpoint_is_counted(
-    configure_sdk: Callable[..., Client], monkeypatch: pytest.MonkeyPatch
+def test_overflow_with_a_dead_endpoint_and_no_spool_is_counted(
+    configure_sdk: Callable[..., Client],
 ) -> None:
-    # The standard OTel knob: the exporter gives a refused batch up after 0.5 s instead of
-    # retrying for 10 s itself, so the SDK's own buffer and retry are what is tested.
-    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "0.5")
     port = _free_port()
-    configure_sdk(endpoint=f"http://127.0.0.1:{port}", max_queue=50)
+    client = configure_sdk(endpoint=f"http://127.0.0.1:{port}", max_queue=50, spool_dir="off")
+    assert client.owned_provider is not None
+    ended = InMemorySpanExporter()  # every span the SDK ended, drop reports included
+    client.owned_provider.add_span_processor(SimpleSpanProcessor(ended))
     # No ctxledger.run() here: every span the pipeline sees is one measurement.
     for i in range(500):
         ctxledger.measure(sc.STAGE_ORIGINAL, f"result {i}", tool_call_id=f"call_{i}")
@@ -72,23 +73,45 @@ def test_overflow_with_a_dead_endpoint_is_counted(
     wait_for(lambda: ctxledger.stats().export_failures >= 1, what="a refused export")
     stats = ctxledger.stats()
     assert stats.spans_exported == 0
+    assert stats.spans_spooled == 0
     assert stats.dropped > 0
 
     # The collector comes up on that port: what was kept arrives, the rest was counted.
     with OTLPReceiver(port=port) as late_receiver:
         assert ctxledger.flush(timeout_s=30)
-        final = ctxledger.stats()
-        received = late_receiver.spans
-        assert final.spans_exported == len(received) > 0
-        assert final.measured == final.spans_exported + final.spans_dropped
-        assert final.measured + final.queue_dropped == 500
         ctxledger.configure(service_name="e2e-idle", export=False)  # shut down while it listens
+        final = client.stats()
+        received = {s.span_id for s in late_receiver.spans}
+        all_ended = {
+            format(s.get_span_context().span_id, "016x") for s in ended.get_finished_spans()
+        }
+        assert final.spans_exported == len(received) > 0
+        assert received <= all_ended
+        assert len(all_ended) == final.spans_exported + final.spans_dropped
+        assert final.measured + final.queue_dropped == 500
 
 
-def test_replacing_a_client_during_an_outage_counts_what_could_not_leave(
+def test_replacing_a_client_during_an_outage_keeps_its_spans_in_the_spool(
     configure_sdk: Callable[..., Client], receiver: OTLPReceiver
 ) -> None:
     old = configure_sdk()
+    receiver.fail(503)
+    ctxledger.measure(sc.STAGE_ORIGINAL, "result", tool_call_id="call_1")
+    wait_for(lambda: ctxledger.stats().export_failures >= 1, what="a failed export")
+    ctxledger.configure(service_name="e2e-idle", export=False)
+    # The old client could not export and left its span on disk: nothing lost, nothing silent.
+    assert old.stats().spans_spooled == 1
+    assert old.stats().dropped == 0
+    receiver.recover()
+    configure_sdk()  # the next client with the same spool sends it
+    assert ctxledger.flush(timeout_s=30)
+    assert [s.attributes[sc.TOOL_CALL_ID] for s in receiver.spans] == ["call_1"]
+
+
+def test_replacing_a_client_during_an_outage_without_a_spool_counts_the_loss(
+    configure_sdk: Callable[..., Client], receiver: OTLPReceiver
+) -> None:
+    old = configure_sdk(spool_dir="off")
     receiver.fail(503)
     ctxledger.measure(sc.STAGE_ORIGINAL, "result", tool_call_id="call_1")
     wait_for(lambda: ctxledger.stats().export_failures >= 1, what="a failed export")

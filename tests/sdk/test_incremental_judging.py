@@ -132,9 +132,7 @@ def batched_traces(draw: st.DrawFn) -> list[tuple[list[Measurement], list[Manife
 def whole_set_reports(
     batches: list[tuple[list[Measurement], list[Manifest]]], now: float = NOW
 ) -> dict[tuple[str, str, str | None], Report]:
-    by_trace: dict[str, tuple[list[Measurement], list[Manifest]]] = defaultdict(
-        lambda: ([], [])
-    )
+    by_trace: dict[str, tuple[list[Measurement], list[Manifest]]] = defaultdict(lambda: ([], []))
     for ms, mans in batches:
         for m in ms:
             by_trace[m.trace_id][0].append(m)

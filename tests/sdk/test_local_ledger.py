@@ -151,9 +151,7 @@ def test_the_worker_never_writes_back_into_the_agents_run(ledger_file):
                 {"role": "user", "content": "find orders"},
                 {
                     "role": "assistant",
-                    "tool_calls": [
-                        {"id": "call_w", "type": "function", "function": {"name": "f"}}
-                    ],
+                    "tool_calls": [{"id": "call_w", "type": "function", "function": {"name": "f"}}],
                 },
                 {"role": "tool", "tool_call_id": "call_w", "content": "[1, 2, 3]"},
             ],

@@ -46,9 +46,7 @@ def test_every_default_needle_takes_the_shortcut():
     ("needle", "shortcut"),
     [("kept", False), ("taxi", False), ("café", False), ("omitted", True), ("截断", True)],
 )
-def test_needles_that_lower_casing_could_produce_are_looked_for_in_lowered_text(
-    needle, shortcut
-):
+def test_needles_that_lower_casing_could_produce_are_looked_for_in_lowered_text(needle, shortcut):
     assert _found_in_folded_bytes(needle) is shortcut
 
 

@@ -1,6 +1,5 @@
 """Tests for ctxledger.messages: tool calls and results in chat message formats."""
 
-
 from __future__ import annotations
 
 import ast
