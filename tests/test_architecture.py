@@ -181,3 +181,16 @@ def test_imports_inside_functions_and_from_packages_are_seen(
     path.write_text(source)
     modules = {**project_modules(), "ctxledger.probe": path}
     assert [e.target for e in imports_of("ctxledger.probe", path, modules)] == [expected]
+
+
+def test_the_collector_uses_only_the_sdks_public_modules() -> None:
+    """Derivation measures texts through ``ctxledger.text``, never the private analysis."""
+    private = [
+        f"{edge.source}:{edge.line} imports {edge.target}"
+        for edges in import_graph().values()
+        for edge in edges
+        if edge.source.startswith("ctxledger_collector")
+        and edge.target.startswith("ctxledger._")
+        and edge.target != "ctxledger.__about__"
+    ]
+    assert private == []

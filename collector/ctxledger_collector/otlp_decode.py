@@ -1,10 +1,12 @@
 """Decode an OTLP/HTTP ``ExportTraceServiceRequest`` into measurements and manifests.
 
-Pure: bytes in, records and rejections out. A body that cannot be decoded at all raises
-:class:`MalformedRequest`; a span that breaks the contract is rejected alone, with a
-reason, and the rest of its batch is kept. Only the contract is checked here (ids, types,
-required attributes); what the database can hold is the storage layer's business
-(:mod:`ctxledger_collector.rows`).
+Pure: bytes in, records and rejections out. Spans that carry no ctxledger attribute but
+follow the GenAI or OpenInference conventions go through :mod:`ctxledger_collector.derive`,
+which gives the same kind of records; every other span is ignored (counted). A body that
+cannot be decoded at all raises :class:`MalformedRequest`; a span that breaks the
+contract is rejected alone, with a reason, and the rest of its batch is kept. Only the
+contract is checked here (ids, types, required attributes); what the database can hold
+is the storage layer's business (:mod:`ctxledger_collector.rows`).
 """
 
 from __future__ import annotations
@@ -29,6 +31,14 @@ from ctxledger.wire import (
     manifest_from_attributes,
     measurement_from_attributes,
 )
+from ctxledger_collector.derive import (
+    IssuedCall,
+    SourceSpan,
+    SpanEvent,
+    UnmatchedTool,
+    derive_span,
+    may_derive,
+)
 
 PROTOBUF = "application/x-protobuf"
 JSON_TYPE = "application/json"
@@ -49,6 +59,25 @@ class RawSpan:
     attributes: dict[str, Any]
     dropped_attributes_count: int
     service_name: str | None
+    start_time_unix_nano: int = 0
+    parent_span_id: str | None = None
+    status_code: int = 0
+    events: tuple[SpanEvent, ...] = ()
+
+    def source_span(self) -> SourceSpan:
+        return SourceSpan(
+            trace_id=self.trace_id,
+            span_id=self.span_id,
+            name=self.name,
+            start_time_unix_nano=self.start_time_unix_nano,
+            end_time_unix_nano=self.end_time_unix_nano,
+            attributes=self.attributes,
+            dropped_attributes_count=self.dropped_attributes_count,
+            service_name=self.service_name,
+            parent_span_id=self.parent_span_id,
+            status_code=self.status_code,
+            events=self.events,
+        )
 
 
 @dataclass(frozen=True)
@@ -82,6 +111,12 @@ class DecodedBatch:
     manifests: list[DecodedManifest] = field(default_factory=list)
     rejected: list[Rejection] = field(default_factory=list)
     ignored: int = 0
+    #: Calls LLM responses issued, with their signatures (for tool spans without ids).
+    issued: list[IssuedCall] = field(default_factory=list)
+    #: Tool outputs whose span named no call id, waiting to be matched to one.
+    unmatched: list[UnmatchedTool] = field(default_factory=list)
+    #: Spans whose records were derived (GenAI, OpenInference).
+    derived: int = 0
 
     @property
     def error_message(self) -> str:
@@ -138,6 +173,13 @@ def _proto_request_spans(request: ExportTraceServiceRequest) -> Iterator[RawSpan
                     attributes={a.key: _proto_value(a.value) for a in span.attributes},
                     dropped_attributes_count=span.dropped_attributes_count,
                     service_name=_service(service),
+                    start_time_unix_nano=span.start_time_unix_nano,
+                    parent_span_id=span.parent_span_id.hex() or None,
+                    status_code=span.status.code,
+                    events=tuple(
+                        SpanEvent(e.name, {a.key: _proto_value(a.value) for a in e.attributes})
+                        for e in span.events
+                    ),
                 )
 
 
@@ -229,6 +271,15 @@ def _json_spans(body: bytes, rejected: list[Rejection]) -> Iterator[RawSpan]:
                             span.get("droppedAttributesCount", 0), _UINT32
                         ),
                         service_name=_service(service),
+                        start_time_unix_nano=_json_int(span.get("startTimeUnixNano", 0), _UINT64),
+                        parent_span_id=str(span.get("parentSpanId") or "").lower() or None,
+                        status_code=_json_int((span.get("status") or {}).get("code", 0), _UINT32),
+                        events=tuple(
+                            SpanEvent(
+                                str(e.get("name", "")), _json_attributes(e.get("attributes", []))
+                            )
+                            for e in span.get("events", [])
+                        ),
                     )
                 except (AttributeError, KeyError, TypeError, ValueError, binascii.Error) as error:
                     span_id = str(span.get("spanId", "")) if isinstance(span, dict) else ""
@@ -239,10 +290,37 @@ def _json_spans(body: bytes, rejected: list[Rejection]) -> Iterator[RawSpan]:
 # --- classification ------------------------------------------------------------------
 
 
-def _classify(span: RawSpan, batch: DecodedBatch) -> None:
+def _valid_ids(span: RawSpan) -> bool:
+    return span.trace_id != "0" * 32 and len(span.trace_id) == 32 and len(span.span_id) == 16
+
+
+def _derive(span: RawSpan, batch: DecodedBatch, keep_content: bool) -> None:
+    """The records of a span that follows the GenAI or OpenInference conventions."""
+    derived = derive_span(span.source_span(), keep_content) if _valid_ids(span) else None
+    if derived is None:
+        batch.ignored += 1
+        return
+    batch.derived += 1
+    for stage in derived.stages:
+        content = {sc.CONTENT_TEXT: stage.text[:_MAX_CONTENT]} if stage.text is not None else {}
+        batch.measurements.append(DecodedMeasurement(stage.measurement, content, span.service_name))
+    if derived.manifest is not None:
+        batch.manifests.append(DecodedManifest(derived.manifest, {}, span.service_name))
+    batch.issued.extend(derived.issued)
+    batch.unmatched.extend(derived.unmatched)
+
+
+#: The most content kept per derived stage when the operator opted in (as the SDK's).
+_MAX_CONTENT = 65_536
+
+
+def _classify(span: RawSpan, batch: DecodedBatch, keep_content: bool = False) -> None:
     attrs = span.attributes
     if not (is_measurement(attrs) or is_manifest(attrs)):
-        batch.ignored += 1
+        if may_derive(attrs):
+            _derive(span, batch, keep_content)
+        else:
+            batch.ignored += 1
         return
     if span.trace_id == "0" * 32 or not span.trace_id or len(span.trace_id) != 32:
         batch.rejected.append(Rejection(span.trace_id, span.span_id, "invalid trace id"))
@@ -279,30 +357,33 @@ def _classify(span: RawSpan, batch: DecodedBatch) -> None:
 
 
 def decode_export_chunks(
-    body: bytes, content_type: str, chunk_spans: int = 2_048
+    body: bytes, content_type: str, chunk_spans: int = 2_048, keep_content: bool = False
 ) -> Iterator[DecodedBatch]:
     """Decode one OTLP/HTTP export body (already decompressed) in batches of about
     ``chunk_spans`` measurements and manifests, so a large export never holds all its
     records at once. A malformed body raises :class:`MalformedRequest` before the first
-    batch; rejections and ignored spans are counted in the batch they occur in."""
+    batch; rejections and ignored spans are counted in the batch they occur in.
+    ``keep_content`` keeps the text of derived stages (the operator's opt-in)."""
     media_type = content_type.split(";", 1)[0].strip().lower()
     if media_type == PROTOBUF:
         spans = _proto_spans(body)
         batch = DecodedBatch()
         for span in spans:
-            _classify(span, batch)
+            _classify(span, batch, keep_content)
             if len(batch.measurements) + len(batch.manifests) >= chunk_spans:
                 yield batch
                 batch = DecodedBatch()
         yield batch
     elif media_type == JSON_TYPE:
         # Its structure is checked as it is walked: walked whole before handing anything out.
-        yield decode_export_request(body, content_type)
+        yield decode_export_request(body, content_type, keep_content)
     else:
         raise ValueError(f"unsupported content type {content_type!r}")
 
 
-def decode_export_request(body: bytes, content_type: str) -> DecodedBatch:
+def decode_export_request(
+    body: bytes, content_type: str, keep_content: bool = False
+) -> DecodedBatch:
     """Decode one OTLP/HTTP export body (already decompressed) at once."""
     batch = DecodedBatch()
     media_type = content_type.split(";", 1)[0].strip().lower()
@@ -313,5 +394,5 @@ def decode_export_request(body: bytes, content_type: str) -> DecodedBatch:
     else:
         raise ValueError(f"unsupported content type {content_type!r}")
     for span in spans:
-        _classify(span, batch)
+        _classify(span, batch, keep_content)
     return batch

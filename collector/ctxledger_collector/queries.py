@@ -114,6 +114,9 @@ def _manifest_json(row: Any, lists: StoredLists) -> dict[str, Any]:
         "results_without_call": sorted(results - calls) if tool_calls is not None else [],
         "sdk_dropped_spans": row.sdk_dropped_spans,
         "observed_at": row.observed_us / 1_000_000,
+        "source": row.source,
+        "conversation": row.conversation or None,
+        "telemetry_cut": row.telemetry_cut,
     }
 
 
@@ -148,11 +151,13 @@ def run_detail(session: Session, trace_id: str, dashboard_url: str | None) -> di
         )
         request["journeys"].append(report)
     counts: dict[str, int] = defaultdict(int)
+    sources: set[str] = set()
     for report in reports:
         counts[report["verdict"]] += 1
+        sources.update(report["source"].split("+"))
     ordered = sorted(steps.items(), key=lambda kv: (kv[0] is None, kv[0] or 0))
     return {
-        **run_json(run, dict(counts), dashboard_url),
+        **run_json(run, dict(counts), dashboard_url, sorted(sources)),
         "steps": [
             {
                 "step": step,

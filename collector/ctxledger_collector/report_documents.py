@@ -34,6 +34,8 @@ REPORT_FIELDS = (
     "lost_fields",
     "notes",
     "transitions",
+    "source",
+    "layer",
 )
 
 
@@ -109,6 +111,8 @@ def report_document(
         "agent_name": row["agent_name"],
         "step": row["step"],
         "verdict": row["verdict"],
+        "source": row["source"],
+        "layer": row["layer"],
         "settled": bool(row["settled"]),
         "lost_items": row["lost_items"],
         "lost_item_ids": loads(row["lost_item_ids"]) or [],

@@ -57,6 +57,11 @@ class StagePublic(Public):
     ref: str | None
     observed_at: float
     trusted: bool = Field(description="false when OTLP dropped attributes of the span")
+    source: str = Field(description="what the stage came from: ctxledger, genai, openinference…")
+    telemetry_cut: str | None = Field(
+        description="why the telemetry could not show this stage's text whole (not auditable)"
+    )
+    inferred: bool = Field(description="the tool call id was inferred (tool span without one)")
 
 
 class TransitionPublic(Public):
@@ -84,6 +89,11 @@ class ReportPublic(Public):
     agent_name: str | None
     step: int | None
     verdict: str
+    source: str = Field(
+        description="where the evidence came from: ctxledger (the SDK's stage spans), genai, "
+        "genai_events, openllmetry, openinference; several joined by +"
+    )
+    layer: str | None = Field(description="where the worst finding sits in the pipeline")
     settled: bool = Field(description="false while later stages may still arrive")
     lost_items: int
     lost_item_ids: list[str]
@@ -126,6 +136,7 @@ class RunPublic(Public):
     journeys: int
     verdicts: dict[str, int]
     worst_verdict: str
+    sources: list[str] = Field(description="where the run's reports came from")
     links: Links
 
 
@@ -155,6 +166,11 @@ class ManifestPublic(Public):
     results_without_call: list[str]
     sdk_dropped_spans: int | None
     observed_at: float
+    source: str
+    conversation: str | None = Field(description="the conversation the request belongs to")
+    telemetry_cut: str | None = Field(
+        description="why the telemetry could not show what the request carried"
+    )
 
 
 class RequestPublic(Public):

@@ -102,6 +102,7 @@ _MEASUREMENT_LIMITS = (
         ALERT_EVENTS.c.tool,
     ),
     _StringLimit.of("stage", sc.STAGE, MEASUREMENTS.c.stage),
+    _StringLimit.of("source", sc.SOURCE, MEASUREMENTS.c.source),
     _StringLimit.of(
         "agent_name", sc.AGENT_NAME, REPORTS.c.agent_name, RUNS.c.agent_name, ALERT_EVENTS.c.agent
     ),
@@ -115,6 +116,8 @@ _MANIFEST_LIMITS = (
         ALERT_EVENTS.c.request_key,
     ),
     _StringLimit.of("model", sc.REQUEST_MODEL, MANIFESTS.c.model),
+    _StringLimit.of("conversation", sc.REQUEST_CONVERSATION, MANIFESTS.c.conversation),
+    _StringLimit.of("source", sc.SOURCE, MANIFESTS.c.source),
     _StringLimit.of(
         "agent_name", sc.AGENT_NAME, RUNS.c.agent_name, REPORTS.c.agent_name, ALERT_EVENTS.c.agent
     ),
@@ -158,7 +161,13 @@ def _fit_manifest(item: DecodedManifest) -> DecodedManifest | Rejection:
 def fit_to_columns(batch: DecodedBatch) -> DecodedBatch:
     """The batch as the database can hold it: a span with an identifier too long for its
     column, or holding a NUL character, joins the rejections; the rest is kept."""
-    fitted = DecodedBatch(rejected=list(batch.rejected), ignored=batch.ignored)
+    fitted = DecodedBatch(
+        rejected=list(batch.rejected),
+        ignored=batch.ignored,
+        issued=list(batch.issued),
+        unmatched=list(batch.unmatched),
+        derived=batch.derived,
+    )
     for measurement in map(_fit_measurement, batch.measurements):
         if isinstance(measurement, Rejection):
             fitted.rejected.append(measurement)
@@ -278,6 +287,9 @@ def measurement_row(item: DecodedMeasurement, run_id: int, lists: ListWriter) ->
         json_text(m.markers_found) if m.markers_found else None,
         m.ref,
         extra_text(item.attributes, MEASUREMENT_ATTRIBUTES),
+        m.source,
+        m.telemetry_cut,
+        m.inferred,
     )
 
 
@@ -299,6 +311,12 @@ def manifest_row(item: DecodedManifest, run_id: int, lists: ListWriter) -> tuple
         observed_microseconds(man.observed_at),
         content_digest(man),
         extra_text(item.attributes, MANIFEST_ATTRIBUTES),
+        man.source,
+        man.conversation_key,
+        man.sequence,
+        man.position,
+        lists.ref(man.issued_calls),
+        man.telemetry_cut,
     )
 
 
@@ -363,6 +381,7 @@ def run_sightings(batch: DecodedBatch) -> dict[str, RunSighting]:
     seen = [(i.measurement, i.service_name) for i in batch.measurements] + [
         (i.manifest, i.service_name) for i in batch.manifests
     ]
+    seen += [(u.stage.measurement, None) for u in batch.unmatched]
     for record, service in seen:
         at = record.observed_at
         run = runs.get(record.trace_id)
@@ -422,4 +441,6 @@ def report_row(
         json_text(report.lost_fields) if report.lost_fields else None,
         json_text(report.notes) if report.notes else None,
         json_text(_lossy_transitions(report)),
+        report.source,
+        report.layer,
     )

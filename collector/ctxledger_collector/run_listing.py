@@ -14,7 +14,7 @@ from ctxledger.verdicts import worst
 from ctxledger_collector import pagination
 from ctxledger_collector.pagination import Page
 from ctxledger_collector.report_documents import links
-from ctxledger_collector.tables import RUN_JOURNEY_COUNTS, RUNS
+from ctxledger_collector.tables import REPORTS, RUN_JOURNEY_COUNTS, RUNS
 
 _ORDER = (RUNS.c.last_seen, RUNS.c.id)
 
@@ -36,7 +36,24 @@ def verdict_counts(session: Session, run_ids: Sequence[int]) -> dict[int, dict[s
     return counts
 
 
-def run_json(run: Any, verdicts: dict[str, int], dashboard_url: str | None) -> dict[str, Any]:
+def run_sources(session: Session, run_ids: Sequence[int]) -> dict[int, list[str]]:
+    """Where each run's evidence came from (``ctxledger``, ``genai``, ...; a report that
+    joined two says ``a+b``)."""
+    found: dict[int, set[str]] = defaultdict(set)
+    if run_ids:
+        rows = session.execute(
+            select(REPORTS.c.run_id, REPORTS.c.source)
+            .where(REPORTS.c.run_id.in_(run_ids))
+            .group_by(REPORTS.c.run_id, REPORTS.c.source)
+        )
+        for run_id, source in rows:
+            found[run_id].update(source.split("+"))
+    return {run_id: sorted(sources) for run_id, sources in found.items()}
+
+
+def run_json(
+    run: Any, verdicts: dict[str, int], dashboard_url: str | None, sources: list[str]
+) -> dict[str, Any]:
     return {
         "trace_id": run.trace_id,
         "service_name": run.service_name,
@@ -46,6 +63,7 @@ def run_json(run: Any, verdicts: dict[str, int], dashboard_url: str | None) -> d
         "journeys": sum(verdicts.values()),
         "verdicts": verdicts,
         "worst_verdict": worst(verdicts),
+        "sources": sources,
         "links": links(dashboard_url, run.trace_id),
     }
 
@@ -82,9 +100,12 @@ def list_runs(
     found = session.execute(ordered.limit(page.limit + 1)).all()
     runs, more = found[: page.limit], len(found) > page.limit
     counts = verdict_counts(session, [r.id for r in runs])
+    sources = run_sources(session, [r.id for r in runs])
     next_offset = page.offset + len(runs)
     return {
-        "runs": [run_json(r, counts.get(r.id, {}), dashboard_url) for r in runs],
+        "runs": [
+            run_json(r, counts.get(r.id, {}), dashboard_url, sources.get(r.id, [])) for r in runs
+        ],
         "total": total,
         "next_offset": next_offset if page.after is None and next_offset < total else None,
         "next_cursor": (

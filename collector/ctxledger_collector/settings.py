@@ -96,6 +96,12 @@ class Settings(BaseSettings):
     alert_retry_base_s: float = Field(
         default=2.0, description="first retry delay; doubles per attempt up to max_backoff_s"
     )
+    store_message_content: bool = Field(
+        default=False,
+        description="keep the text of the tool results derived from GenAI / OpenInference "
+        "spans (at most 65,536 chars each); off: only sizes, counts, digests, ids and field "
+        "names are kept, the content is parsed in memory and dropped",
+    )
     dashboard_url: str | None = Field(
         default=None, description="public URL of the dashboard, for deep links in the API"
     )

@@ -38,6 +38,9 @@ _COLUMNS = (
     "ref",
     "observed_us",
     "dropped_attributes",
+    "source",
+    "telemetry_cut",
+    "inferred",
 )
 #: A run with more calls to read than this is read whole (one range of the key).
 _WHOLE_RUN = 200
@@ -67,6 +70,9 @@ def stage_summary(row: Any) -> dict[str, Any]:
         "ref": row.ref,
         "observed_at": row.observed_us / 1_000_000,
         "trusted": row.dropped_attributes == 0,
+        "source": row.source,
+        "telemetry_cut": row.telemetry_cut,
+        "inferred": bool(row.inferred),
     }
 
 

@@ -9,7 +9,7 @@ the copy the duplicate rule prefers; the run upsert hands back each trace's inte
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from typing import Any
 
 from sqlalchemy import BigInteger, Boolean, Connection, Float, Integer, LargeBinary, Table
@@ -214,13 +214,21 @@ class Statements:
         return found
 
     def per_key(
-        self, connection: Connection, names: Sequence[str], keys: Sequence[Row], query: str
+        self,
+        connection: Connection,
+        names: Sequence[str],
+        keys: Sequence[Row],
+        query: str,
+        text_columns: Collection[str] = (),
     ) -> list[Row]:
-        """``query`` over ``v(<names>)``, a relation holding ``keys`` (integers)."""
+        """``query`` over ``v(<names>)``, a relation holding ``keys`` (integers, but for
+        the ``text_columns``)."""
         if not keys:
             return []
         if self.postgres:
-            arrays = ", ".join(f"{self.mark}::int8[]" for _ in names)
+            arrays = ", ".join(
+                f"{self.mark}::{'text' if name in text_columns else 'int8'}[]" for name in names
+            )
             sql = f"WITH v AS (SELECT * FROM unnest({arrays}) AS u({', '.join(names)})) {query}"
             return list(connection.exec_driver_sql(sql, tuple(_columns_of(keys, len(names)))))
         found: list[Row] = []

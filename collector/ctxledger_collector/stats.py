@@ -116,8 +116,8 @@ def _losses_by_stage(rows: Sequence[Any]) -> list[dict[str, Any]]:
     by_stage: dict[str, dict[str, Any]] = {}
     for row in rows:
         for transition in loads(row.transitions) or []:
-            if transition["verdict"] == sc.VERDICT_INTACT:
-                continue
+            if transition["verdict"] in (sc.VERDICT_INTACT, sc.VERDICT_UNAUDITABLE):
+                continue  # not a loss (unauditable: the telemetry's own cut)
             stage = by_stage.setdefault(
                 transition["to_stage"],
                 _new_stage(transition["to_stage"], transition["from_stage"]),

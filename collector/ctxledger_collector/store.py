@@ -23,16 +23,15 @@ from sqlalchemy import Connection, Engine, text
 from sqlalchemy.exc import StatementError
 from sqlalchemy.orm import Session
 
-from ctxledger.verdicts import Report, Tolerances
+from ctxledger.verdicts import Manifest, Measurement, Report, Tolerances
 from ctxledger.verdicts.incremental import plan_rejudging, plan_sweep, rejudge
 from ctxledger.verdicts.journeys import CallJudgment
 from ctxledger_collector.alerts.events import AlertContext, record_events
+from ctxledger_collector.call_records import write_issuers, write_origins
 from ctxledger_collector.database import is_storage_outage
 from ctxledger_collector.journey_counts import COUNTED_COLUMNS, count_journeys
-from ctxledger_collector.otlp_decode import DecodedBatch, DecodedMeasurement, Rejection
+from ctxledger_collector.otlp_decode import DecodedBatch, Rejection
 from ctxledger_collector.rows import (
-    CALL_COLUMNS,
-    CALL_KEY,
     MANIFEST_COLUMNS,
     MANIFEST_COPY_KEY,
     MANIFEST_KEY,
@@ -52,7 +51,8 @@ from ctxledger_collector.rows import (
 from ctxledger_collector.statements import Statements
 from ctxledger_collector.stored_records import stored_form
 from ctxledger_collector.string_lists import ListWriter
-from ctxledger_collector.tables import CALLS, MANIFESTS, MEASUREMENTS, REPORTS
+from ctxledger_collector.tables import MANIFESTS, MEASUREMENTS, REPORTS
+from ctxledger_collector.tool_matching import match_tools
 from ctxledger_collector.trace_state import SqlTraceState
 
 
@@ -72,6 +72,15 @@ class IngestOutcome:
     reports: list[Report] = field(default_factory=list)
     changes: list[VerdictChange] = field(default_factory=list)
     alert_events: int = 0
+
+
+def _record_of(single: DecodedBatch) -> Measurement | Manifest:
+    """The one record of a batch made of one span."""
+    if single.measurements:
+        return single.measurements[0].measurement
+    if single.manifests:
+        return single.manifests[0].manifest
+    return single.unmatched[0].stage.measurement
 
 
 def _advisory_key(trace_id: str) -> int:
@@ -114,20 +123,26 @@ class Store:
                 {(i.manifest.trace_id, i.manifest.request_id) for i in batch.manifests}
             )
             lists = ListWriter()
-            chosen = preferred_copies(
-                (
-                    (measurement_row(i, run_ids[i.measurement.trace_id], lists), i.measurement)
-                    for i in batch.measurements
-                ),
-                len(MEASUREMENT_KEY),
-                MEASUREMENT_COPY_KEY,
-            )
-            measurements = [row for row, _ in chosen.values()]
             manifests = preferred_rows(
                 (manifest_row(i, run_ids[i.manifest.trace_id], lists) for i in batch.manifests),
                 len(MANIFEST_KEY),
                 MANIFEST_COPY_KEY,
             )
+            self.sql.upsert(
+                connection, MANIFESTS, MANIFEST_COLUMNS, MANIFEST_KEY, manifests, preferred=True
+            )
+            write_issuers(connection, self.sql, run_ids, batch, replaced)
+            inferred, matched_calls = match_tools(connection, self.sql, run_ids, batch)
+            decoded = [*batch.measurements, *inferred]
+            chosen = preferred_copies(
+                (
+                    (measurement_row(i, run_ids[i.measurement.trace_id], lists), i.measurement)
+                    for i in decoded
+                ),
+                len(MEASUREMENT_KEY),
+                MEASUREMENT_COPY_KEY,
+            )
+            measurements = [row for row, _ in chosen.values()]
             lists.store(connection, self.sql)
             self.sql.upsert(
                 connection,
@@ -142,19 +157,17 @@ class Store:
             state.fresh = {
                 key: (MEASUREMENT_COPY_KEY(row), stored_form(m)) for key, (row, m) in chosen.items()
             }
-            self.sql.upsert(
-                connection, MANIFESTS, MANIFEST_COLUMNS, MANIFEST_KEY, manifests, preferred=True
-            )
             outcome.measurements, outcome.manifests = len(measurements), len(manifests)
             plan = plan_rejudging(
-                [i.measurement for i in batch.measurements],
+                [i.measurement for i in decoded],
                 [i.manifest for i in batch.manifests],
                 state,
                 replaced,
             )
+            plan.whole |= matched_calls
             judgments = rejudge(plan, state, tolerances=self.tolerances, now=now)
             self._write_judgments(connection, state, judgments, now, outcome)
-            self._write_call_steps(connection, state, judgments, plan.whole)
+            write_origins(connection, self.sql, state.run_ids, judgments, plan.whole)
             self._record_alerts(connection, outcome, now)
         return outcome
 
@@ -163,16 +176,24 @@ class Store:
         database refuses are returned as rejections (outages still raise)."""
         rejected: list[Rejection] = []
         singles = [DecodedBatch(measurements=[m]) for m in batch.measurements] + [
-            DecodedBatch(manifests=[m]) for m in batch.manifests
+            DecodedBatch(
+                manifests=[m],
+                issued=[
+                    i
+                    for i in batch.issued
+                    if (i.trace_id, i.request_id) == (m.manifest.trace_id, m.manifest.request_id)
+                ],
+            )
+            for m in batch.manifests
         ]
+        singles += [DecodedBatch(unmatched=[u]) for u in batch.unmatched]
         for single in singles:
             try:
                 self.ingest(single, now)
             except StatementError as error:
                 if is_storage_outage(error):
                     raise
-                item = (single.measurements or single.manifests)[0]
-                span = item.measurement if isinstance(item, DecodedMeasurement) else item.manifest
+                span = _record_of(single)
                 reason = str(getattr(error, "orig", None) or error).splitlines()[0]
                 rejected.append(
                     Rejection(span.trace_id, span.span_id or "", f"could not be stored: {reason}")
@@ -257,21 +278,6 @@ class Store:
         stale = [k for k in existing if k not in written]
         self.sql.delete_keys(connection, REPORTS, REPORT_KEY, stale)
         count_journeys(connection, replaced, rows)
-
-    def _write_call_steps(
-        self,
-        connection: Connection,
-        state: SqlTraceState,
-        judgments: Sequence[CallJudgment],
-        whole: set[tuple[str, str]],
-    ) -> None:
-        """The call step of every call whose own stages the batch brought."""
-        rows = [
-            (state.run_ids[j.trace_id], j.call_id, j.call_step)
-            for j in judgments
-            if j.call_step is not None and (j.trace_id, j.call_id) in whole
-        ]
-        self.sql.upsert(connection, CALLS, CALL_COLUMNS, CALL_KEY, rows)
 
     def _record_alerts(self, connection: Connection, outcome: IngestOutcome, now: float) -> None:
         if self.alerts is None or not outcome.reports:

@@ -45,6 +45,7 @@ MEASUREMENT_LISTS = (
 MANIFEST_LISTS = (
     MANIFEST_COLUMNS.index("tool_call_ids_ref"),
     MANIFEST_COLUMNS.index("tool_calls_ref"),
+    MANIFEST_COLUMNS.index("issued_calls_ref"),
 )
 
 
@@ -98,6 +99,9 @@ def measurement_of(row: Sequence[Any], trace_id: str, lists: StoredLists) -> Mea
         dropped_attributes=row[_M["dropped_attributes"]],
         observed_at=row[_M["observed_us"]] / 1_000_000,
         span_id=span_id_of(row[_M["span_number"]]),
+        source=row[_M["source"]],
+        telemetry_cut=row[_M["telemetry_cut"]],
+        inferred=bool(row[_M["inferred"]]),
     )
 
 
@@ -117,4 +121,9 @@ def manifest_of(row: Sequence[Any], trace_id: str, lists: StoredLists) -> Manife
         sdk_dropped_spans=row[_F["sdk_dropped_spans"]],
         observed_at=row[_F["observed_us"]] / 1_000_000,
         span_id=span_id_of(row[_F["span_number"]]),
+        source=row[_F["source"]],
+        conversation=row[_F["conversation"]] or None,
+        sequence=row[_F["sequence"]],
+        issued_calls=listed(row[_F["issued_calls_ref"]], lists),
+        telemetry_cut=row[_F["telemetry_cut"]],
     )

@@ -110,6 +110,9 @@ class MeasurementRow(SQLModel, table=True):
     markers_found: str | None = _text()
     ref: str | None = _text()
     extra: str | None = _text()
+    source: str = Field(default="ctxledger", max_length=32)
+    telemetry_cut: str | None = _text()
+    inferred: bool = False
 
 
 class ManifestRow(SQLModel, table=True):
@@ -118,7 +121,7 @@ class ManifestRow(SQLModel, table=True):
     __tablename__ = "manifests"
     __table_args__ = (
         Index("ix_manifests_request", "run_id", "request_id", unique=True),
-        Index("ix_manifests_step", "run_id", "step"),
+        Index("ix_manifests_step", "run_id", "conversation", "position"),
     )
 
     id: int | None = Field(default=None, primary_key=True)
@@ -137,18 +140,57 @@ class ManifestRow(SQLModel, table=True):
     observed_us: int = _big()
     copy_digest: int = _big()
     extra: str | None = _text()
+    source: str = Field(default="ctxledger", max_length=32)
+    #: The conversation ("" for the run's default one) and the request's place in it
+    #: (its sequence, else its step): what the request that follows a call is found by.
+    conversation: str = Field(default="", max_length=64)
+    sequence: int | None = _big(nullable=True)
+    position: int | None = _big(nullable=True)
+    issued_calls_ref: bytes | None = _digest()
+    telemetry_cut: str | None = _text()
 
 
 class CallRow(SQLModel, table=True):
-    """One tool call of a run and its call step (the lowest step of its stages measured
-    before any request), so the request that should follow it is found by an index."""
+    """One tool call of a run and its origin (the conversation and position of the request
+    whose response issued it, else the lowest step of its stages measured before any
+    request), so the request that should follow it is found by an index."""
 
     __tablename__ = "calls"
-    __table_args__ = (Index("ix_calls_step", "run_id", "call_step"), _WITHOUT_ROWID)
+    __table_args__ = (Index("ix_calls_step", "run_id", "conversation", "call_step"), _WITHOUT_ROWID)
 
     run_id: int = Field(primary_key=True)
     tool_call_id: str = Field(primary_key=True, max_length=256)
-    call_step: int
+    call_step: int = _big()
+    conversation: str = Field(default="", max_length=64)
+
+
+class CallIssuerRow(SQLModel, table=True):
+    """A request whose response issued a call (its manifest's ``issued_calls``), with
+    the call's signature (tool name and canonical arguments) where it was derived, so a
+    tool span that names no call id can be matched to it."""
+
+    __tablename__ = "call_issuers"
+    __table_args__ = (Index("ix_call_issuers_signature", "run_id", "signature"), _WITHOUT_ROWID)
+
+    run_id: int = Field(primary_key=True)
+    tool_call_id: str = Field(primary_key=True, max_length=256)
+    request_id: str = Field(primary_key=True, max_length=256)
+    signature: int | None = _big(nullable=True)
+    issued_order: int | None = _big(nullable=True)
+
+
+class UnmatchedToolRow(SQLModel, table=True):
+    """A tool span that named no call id: its measured output, until it is matched to a
+    call by signature and order (then it is also a measurement of that call)."""
+
+    __tablename__ = "unmatched_tools"
+    __table_args__ = (Index("ix_unmatched_tools_signature", "run_id", "signature"), _WITHOUT_ROWID)
+
+    run_id: int = Field(primary_key=True)
+    span_number: int = Field(sa_column=Column(BigInteger, primary_key=True))
+    signature: int = _big()
+    started_us: int = _big()
+    measurement: str = _text(nullable=False)
 
 
 class ReportRow(SQLModel, table=True):
@@ -199,6 +241,8 @@ class ReportRow(SQLModel, table=True):
     lost_fields: str | None = _text()
     notes: str | None = _text()
     transitions: str | None = _text()
+    source: str = Field(default="ctxledger", max_length=64)
+    layer: str | None = _text()
 
 
 # --- counters: the aggregates, kept by ingest --------------------------------------------
@@ -329,6 +373,8 @@ RUNS = table_of(RunRow)
 MEASUREMENTS = table_of(MeasurementRow)
 MANIFESTS = table_of(ManifestRow)
 CALLS = table_of(CallRow)
+CALL_ISSUERS = table_of(CallIssuerRow)
+UNMATCHED_TOOLS = table_of(UnmatchedToolRow)
 STRING_LISTS = table_of(StringListRow)
 REPORTS = table_of(ReportRow)
 JOURNEY_COUNTS = table_of(JourneyCountRow)

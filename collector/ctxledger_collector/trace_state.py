@@ -2,7 +2,8 @@
 :class:`ctxledger.verdicts.incremental.TraceState` over the database).
 
 Every question is answered for many keys at once, by primary keys and the indexes made
-for them (``ix_manifests_step``, ``ix_calls_step``, ``ix_reports_request``), so what a
+for them (``ix_manifests_step``, ``ix_calls_step``, ``ix_reports_request``, the keys of
+``call_issuers``), so what a
 batch reads follows the batch, not the length of the run. All keys belong to the traces
 of the batch being stored, whose run ids the store resolved first.
 """
@@ -16,7 +17,14 @@ from typing import Any
 from sqlalchemy import Connection, Table
 
 from ctxledger.verdicts import Manifest, Measurement
-from ctxledger.verdicts.incremental import CallKey, JourneyKey, RequestKey, StepKey
+from ctxledger.verdicts.incremental import (
+    CallKey,
+    JourneyKey,
+    PositionKey,
+    PositionRange,
+    RequestKey,
+)
+from ctxledger.verdicts.journeys import Origin
 from ctxledger_collector.rows import MANIFEST_COLUMNS, MEASUREMENT_COLUMNS, MEASUREMENT_KEY
 from ctxledger_collector.statements import Statements
 from ctxledger_collector.stored_records import (
@@ -110,45 +118,83 @@ class SqlTraceState:
         return manifests
 
     def _per_key(
-        self, names: Sequence[str], keys: Sequence[Sequence[Any]], query: str
+        self,
+        names: Sequence[str],
+        keys: Sequence[Sequence[Any]],
+        query: str,
+        text_columns: Collection[str] = (),
     ) -> list[Any]:
-        return self.sql.per_key(self.connection, names, keys, query)
+        return self.sql.per_key(self.connection, names, keys, query, text_columns)
 
-    def requests_after(self, steps: Collection[StepKey]) -> Mapping[StepKey, frozenset[str]]:
-        keys = sorted({(self.run_ids[t], s) for t, s in steps})
+    def issuers(self, calls: Collection[CallKey]) -> Mapping[CallKey, Sequence[Origin]]:
+        keys = sorted({(self.run_ids[t], c) for t, c in calls})
         rows = self._per_key(
-            ("run_id", "step"),
+            ("run_id", "tool_call_id"),
             keys,
-            f"SELECT v.run_id, v.step, m.request_id FROM v {self.sql.join_keys} manifests m "
-            "ON m.run_id = v.run_id AND m.step = (SELECT n.step FROM manifests n "
-            "WHERE n.run_id = v.run_id AND n.step > v.step ORDER BY n.step LIMIT 1)",
+            f"SELECT v.run_id, v.tool_call_id, m.conversation, m.position "
+            f"FROM v {self.sql.join_keys} call_issuers ci "
+            "ON ci.run_id = v.run_id AND ci.tool_call_id = v.tool_call_id "
+            "JOIN manifests m ON m.run_id = ci.run_id AND m.request_id = ci.request_id "
+            "WHERE m.position IS NOT NULL",
+            text_columns=("tool_call_id",),
         )
-        found: dict[StepKey, set[str]] = defaultdict(set)
-        for run_id, step, request_id in rows:
-            found[(self.trace_ids[run_id], step)].add(request_id)
-        return {key: frozenset(found.get(key, ())) for key in steps}
+        found: dict[CallKey, list[Origin]] = defaultdict(list)
+        for run_id, call_id, conversation, position in rows:
+            found[(self.trace_ids[run_id], call_id)].append((conversation, position))
+        return found
 
-    def step_below(self, steps: Collection[StepKey]) -> Mapping[StepKey, int | None]:
-        keys = sorted({(self.run_ids[t], s) for t, s in steps})
+    def requests_after(
+        self, positions: Collection[PositionKey]
+    ) -> Mapping[PositionKey, frozenset[str]]:
+        keys = sorted({(self.run_ids[t], k, p) for t, k, p in positions})
         rows = self._per_key(
-            ("run_id", "step"),
+            ("run_id", "conversation", "position"),
             keys,
-            "SELECT v.run_id, v.step, (SELECT m.step FROM manifests m "
-            "WHERE m.run_id = v.run_id AND m.step < v.step ORDER BY m.step DESC LIMIT 1) FROM v",
+            f"SELECT v.run_id, v.conversation, v.position, m.request_id "
+            f"FROM v {self.sql.join_keys} manifests m "
+            "ON m.run_id = v.run_id AND m.conversation = v.conversation "
+            "AND m.position = (SELECT n.position FROM manifests n WHERE n.run_id = v.run_id "
+            "AND n.conversation = v.conversation AND n.position > v.position "
+            "ORDER BY n.position LIMIT 1)",
+            text_columns=("conversation",),
         )
-        return {(self.trace_ids[run_id], step): below for run_id, step, below in rows}
+        found: dict[PositionKey, set[str]] = defaultdict(set)
+        for run_id, conversation, position, request_id in rows:
+            found[(self.trace_ids[run_id], conversation, position)].add(request_id)
+        return {key: frozenset(found.get(key, ())) for key in positions}
 
-    def calls_issued(self, ranges: Collection[tuple[str, int | None, int]]) -> set[CallKey]:
-        lowest = -(2**31)  # below every step: a range open at the bottom
+    def position_below(
+        self, positions: Collection[PositionKey]
+    ) -> Mapping[PositionKey, int | None]:
+        keys = sorted({(self.run_ids[t], k, p) for t, k, p in positions})
+        rows = self._per_key(
+            ("run_id", "conversation", "position"),
+            keys,
+            "SELECT v.run_id, v.conversation, v.position, (SELECT m.position FROM manifests m "
+            "WHERE m.run_id = v.run_id AND m.conversation = v.conversation "
+            "AND m.position < v.position ORDER BY m.position DESC LIMIT 1) FROM v",
+            text_columns=("conversation",),
+        )
+        return {
+            (self.trace_ids[run_id], conversation, position): below
+            for run_id, conversation, position, below in rows
+        }
+
+    def calls_issued(self, ranges: Collection[PositionRange]) -> set[CallKey]:
+        lowest = -(2**63)  # below every position: a range open at the bottom
         keys = sorted(
-            {(self.run_ids[t], lowest if low is None else low, high) for t, low, high in ranges}
+            {
+                (self.run_ids[t], k, lowest if low is None else low, high)
+                for t, k, low, high in ranges
+            }
         )
         rows = self._per_key(
-            ("run_id", "low", "high"),
+            ("run_id", "conversation", "low", "high"),
             keys,
             f"SELECT v.run_id, c.tool_call_id FROM v {self.sql.join_keys} calls c "
-            "ON c.run_id = v.run_id "
+            "ON c.run_id = v.run_id AND c.conversation = v.conversation "
             "AND c.call_step >= v.low AND c.call_step < v.high",
+            text_columns=("conversation",),
         )
         return {(self.trace_ids[run_id], call_id) for run_id, call_id in rows}
 

@@ -10,6 +10,7 @@ COLORS: dict[str, str] = {
     sc.VERDICT_INTACT: "#2e7d32",
     sc.VERDICT_DECLARED: "#1565c0",
     sc.VERDICT_INCOMPLETE: "#9e9e9e",
+    sc.VERDICT_UNAUDITABLE: "#607d8b",
     sc.VERDICT_UNMARKED: "#f9a825",
     sc.VERDICT_SILENT: "#c62828",
     sc.VERDICT_DROPPED: "#6a1b9a",
@@ -21,6 +22,8 @@ LAYER_OF_STAGE: dict[str, str] = {
     sc.STAGE_SERIALIZED: "the serializer (tool result → text)",
     sc.STAGE_ASSEMBLED: "the context manager (text → messages array)",
     sc.STAGE_SENT: "the HTTP layer / gateway (messages → request body)",
+    sc.STAGE_LLM_INPUT: "the context manager or gateway (tool output → the request, as the "
+    "LLM span recorded it)",
     "request": "history trimming (a result or its call left the request)",
 }
 
@@ -40,6 +43,7 @@ def _streamlit_color(verdict: str) -> str:
         sc.VERDICT_INTACT: "green",
         sc.VERDICT_DECLARED: "blue",
         sc.VERDICT_INCOMPLETE: "gray",
+        sc.VERDICT_UNAUDITABLE: "gray",
         sc.VERDICT_UNMARKED: "orange",
         sc.VERDICT_SILENT: "red",
         sc.VERDICT_DROPPED: "violet",

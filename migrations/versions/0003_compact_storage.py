@@ -7,8 +7,12 @@ Revises: 0002_alerts
 Create Date: 2026-12-01
 
 Mirrors ``collector/ctxledger_collector/tables.py`` as of this revision (written out,
-never imported). Existing data is converted: the old tables are renamed ``*_v2``, the
-new ones created, every row copied across in batches, the old tables dropped. Digests
+never imported), with what judging traces without the SDK needs: each record's source
+and telemetry cut, a request's conversation, sequence and position and the calls its
+response issued (``call_issuers``), tool spans waiting for a call (``unmatched_tools``),
+and a report's source and layer. Existing data is converted: the old tables are renamed
+``*_v2``, the new ones created, every row copied across in batches, the old tables
+dropped. Digests
 are kept as their first 64 bits (all the rules compare), duplicate-copy digests of
 converted rows are computed from the stored record (they only break ties between copies
 with the same end time and span id). The downgrade converts back the same way; what the
@@ -96,6 +100,8 @@ _NEW_INDEXES = {
     "string_lists": (),
     "manifests": ("ix_manifests_request", "ix_manifests_step"),
     "calls": ("ix_calls_step",),
+    "call_issuers": ("ix_call_issuers_signature",),
+    "unmatched_tools": ("ix_unmatched_tools_signature",),
     "reports": (
         "ix_reports_journey",
         "ix_reports_request",
@@ -162,6 +168,9 @@ def _create_new_tables() -> None:
         sa.Column("markers_found", sa.Text(), nullable=True),
         sa.Column("ref", sa.Text(), nullable=True),
         sa.Column("extra", sa.Text(), nullable=True),
+        sa.Column("source", sa.String(length=32), nullable=False),
+        sa.Column("telemetry_cut", sa.Text(), nullable=True),
+        sa.Column("inferred", sa.Boolean(), nullable=False),
         sa.PrimaryKeyConstraint("run_id", "tool_call_id", "request_key", "stage"),
         **rowid,
     )
@@ -192,20 +201,57 @@ def _create_new_tables() -> None:
         sa.Column("observed_us", sa.BigInteger(), nullable=False),
         sa.Column("copy_digest", sa.BigInteger(), nullable=False),
         sa.Column("extra", sa.Text(), nullable=True),
+        sa.Column("source", sa.String(length=32), nullable=False),
+        sa.Column("conversation", sa.String(length=64), nullable=False),
+        sa.Column("sequence", sa.BigInteger(), nullable=True),
+        sa.Column("position", sa.BigInteger(), nullable=True),
+        sa.Column("issued_calls_ref", sa.LargeBinary(length=16), nullable=True),
+        sa.Column("telemetry_cut", sa.Text(), nullable=True),
         sa.PrimaryKeyConstraint("id"),
     )
     op.create_index("ix_manifests_request", "manifests", ["run_id", "request_id"], unique=True)
-    op.create_index("ix_manifests_step", "manifests", ["run_id", "step"], unique=False)
+    op.create_index(
+        "ix_manifests_step", "manifests", ["run_id", "conversation", "position"], unique=False
+    )
 
     op.create_table(
         "calls",
         sa.Column("run_id", sa.Integer(), nullable=False),
         sa.Column("tool_call_id", sa.String(length=256), nullable=False),
-        sa.Column("call_step", sa.Integer(), nullable=False),
+        sa.Column("call_step", sa.BigInteger(), nullable=False),
+        sa.Column("conversation", sa.String(length=64), nullable=False),
         sa.PrimaryKeyConstraint("run_id", "tool_call_id"),
         **rowid,
     )
-    op.create_index("ix_calls_step", "calls", ["run_id", "call_step"], unique=False)
+    op.create_index("ix_calls_step", "calls", ["run_id", "conversation", "call_step"], unique=False)
+
+    op.create_table(
+        "call_issuers",
+        sa.Column("run_id", sa.Integer(), nullable=False),
+        sa.Column("tool_call_id", sa.String(length=256), nullable=False),
+        sa.Column("request_id", sa.String(length=256), nullable=False),
+        sa.Column("signature", sa.BigInteger(), nullable=True),
+        sa.Column("issued_order", sa.BigInteger(), nullable=True),
+        sa.PrimaryKeyConstraint("run_id", "tool_call_id", "request_id"),
+        **rowid,
+    )
+    op.create_index(
+        "ix_call_issuers_signature", "call_issuers", ["run_id", "signature"], unique=False
+    )
+
+    op.create_table(
+        "unmatched_tools",
+        sa.Column("run_id", sa.Integer(), nullable=False),
+        sa.Column("span_number", sa.BigInteger(), nullable=False),
+        sa.Column("signature", sa.BigInteger(), nullable=False),
+        sa.Column("started_us", sa.BigInteger(), nullable=False),
+        sa.Column("measurement", sa.Text(), nullable=False),
+        sa.PrimaryKeyConstraint("run_id", "span_number"),
+        **rowid,
+    )
+    op.create_index(
+        "ix_unmatched_tools_signature", "unmatched_tools", ["run_id", "signature"], unique=False
+    )
 
     op.create_table(
         "reports",
@@ -228,6 +274,8 @@ def _create_new_tables() -> None:
         sa.Column("lost_fields", sa.Text(), nullable=True),
         sa.Column("notes", sa.Text(), nullable=True),
         sa.Column("transitions", sa.Text(), nullable=True),
+        sa.Column("source", sa.String(length=64), nullable=False),
+        sa.Column("layer", sa.Text(), nullable=True),
         sa.PrimaryKeyConstraint("id"),
     )
     op.create_index(
@@ -503,11 +551,16 @@ def _upgrade_data() -> None:
                 markers_found=_text(r.get("markers_found")) if r.get("markers_found") else None,
                 ref=r.get("ref"),
                 extra=_text(extra) if extra else None,
+                source="ctxledger",
+                telemetry_cut=None,
+                inferred=False,
             )
         )
         _flush(buffers)
     for (run_id, call_id), step in call_steps.items():
-        buffers["calls"].append(dict(run_id=run_id, tool_call_id=call_id, call_step=step))
+        buffers["calls"].append(
+            dict(run_id=run_id, tool_call_id=call_id, call_step=step, conversation="")
+        )
         _flush(buffers)
 
     for trace_id, observed_at, span_id, record, attributes in _rows(
@@ -533,6 +586,12 @@ def _upgrade_data() -> None:
                 observed_us=round(max(observed_at, 0.0) * 1_000_000),
                 copy_digest=_digest(r),
                 extra=_text(extra) if extra else None,
+                source="ctxledger",
+                conversation="",
+                sequence=None,
+                position=r.get("step"),
+                issued_calls_ref=None,
+                telemetry_cut=None,
             )
         )
         _flush(buffers)
@@ -580,6 +639,8 @@ def _upgrade_data() -> None:
                 lost_fields=_text(d.get("lost_fields")) if d.get("lost_fields") else None,
                 notes=_text(d.get("notes")) if d.get("notes") else None,
                 transitions=_text(lossy) if lossy else None,
+                source="ctxledger",
+                layer=None,
             )
         )
         _flush(buffers)

@@ -124,6 +124,136 @@ CONTENT_TEXT: Final = "ctxledger.content.text"
 SDK_NAME: Final = "ctxledger.sdk.name"
 SDK_VERSION: Final = "ctxledger.sdk.version"
 
+# --- derived records and their extensions (contract section 6, v1.1) ---------------
+STAGE_LLM_INPUT: Final = "llm_input"
+"""*Extension.* The stage the collector derives from an LLM span's input messages: the tool
+result as that request carried it. Its order is :data:`STAGE_LLM_INPUT_ORDER`."""
+STAGE_LLM_INPUT_ORDER: Final = 40
+SOURCE: Final = "ctxledger.source"
+"""*Extension.* Where a measurement or manifest came from (``SOURCE_*``); absent means
+``ctxledger`` (the SDK's own stage spans)."""
+SOURCE_CTXLEDGER: Final = "ctxledger"
+SOURCE_GENAI: Final = "genai"
+"""OpenTelemetry GenAI spans: ``gen_ai.input.messages`` / ``gen_ai.output.messages`` and
+``execute_tool`` spans."""
+SOURCE_GENAI_EVENTS: Final = "genai_events"
+"""OpenTelemetry GenAI spans whose messages are span events (the older event form)."""
+SOURCE_OPENLLMETRY: Final = "openllmetry"
+"""OpenLLMetry's indexed ``gen_ai.prompt.{i}.*`` attributes and ``traceloop`` tool spans."""
+SOURCE_OPENINFERENCE: Final = "openinference"
+"""OpenInference ``LLM`` and ``TOOL`` spans."""
+TELEMETRY_CUT: Final = "ctxledger.telemetry.cut"
+"""*Extension.* Why the telemetry itself could not show this value whole (an attribute
+length limit, evicted attributes, content stored off span). Such evidence is never
+judged as pipeline loss: the journey is ``unauditable``."""
+MATCH_INFERRED: Final = "ctxledger.match.inferred"
+"""*Extension.* True on a stage whose tool call id was inferred (a tool span without a
+call id, matched by tool name, canonical arguments and order within the trace)."""
+REQUEST_ISSUED_CALLS: Final = "ctxledger.request.issued_calls"
+"""*Extension.* On manifests: the tool calls the request's *response* issued. A call's
+step is then the step of the request that issued it."""
+REQUEST_CONVERSATION: Final = "ctxledger.request.conversation"
+"""*Extension.* On manifests: the conversation the request belongs to. The request that
+follows a call is looked for in the issuing request's conversation only."""
+REQUEST_SEQUENCE: Final = "ctxledger.request.sequence"
+"""*Extension.* On manifests: the request's place in its conversation (the collector uses
+the LLM span's start time in microseconds); ordered by it rather than by the step."""
+
+# --- OpenTelemetry GenAI semantic conventions (read, never written) ------------------
+GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"
+GEN_AI_INFERENCE_OPERATIONS: Final = frozenset({"chat", "text_completion", "generate_content"})
+"""The ``gen_ai.operation.name`` values of an inference (LLM request) span."""
+GEN_AI_EXECUTE_TOOL: Final = "execute_tool"
+GEN_AI_INPUT_MESSAGES: Final = "gen_ai.input.messages"
+"""JSON: ``[{"role", "parts": [{"type": "text" | "tool_call" | "tool_call_response", ...}]}]``."""
+GEN_AI_OUTPUT_MESSAGES: Final = "gen_ai.output.messages"
+GEN_AI_SYSTEM_INSTRUCTIONS: Final = "gen_ai.system_instructions"
+GEN_AI_CONTENT_REFS: Final = (
+    "gen_ai.input.messages_ref",
+    "gen_ai.output.messages_ref",
+    "gen_ai.input.messages.ref",
+    "gen_ai.output.messages.ref",
+)
+"""Where an uploading completion hook stored the messages instead of the span."""
+GEN_AI_RESPONSE_ID: Final = "gen_ai.response.id"
+GEN_AI_USAGE_INPUT_TOKENS: Final = "gen_ai.usage.input_tokens"
+GEN_AI_CONVERSATION_ID: Final = "gen_ai.conversation.id"
+GEN_AI_TOOL_CALL_ARGUMENTS: Final = "gen_ai.tool.call.arguments"
+GEN_AI_TOOL_CALL_RESULT: Final = "gen_ai.tool.call.result"
+GEN_AI_PART_TEXT: Final = "text"
+GEN_AI_PART_TOOL_CALL: Final = "tool_call"
+GEN_AI_PART_TOOL_CALL_RESPONSE: Final = "tool_call_response"
+GEN_AI_TOOL_RESPONSE_KEYS: Final = ("response", "result")
+"""The spec names the result ``response``; its own example and pydantic-ai say ``result``."""
+GEN_AI_PROMPT: Final = "gen_ai.prompt"
+"""OpenLLMetry's legacy indexed form: ``gen_ai.prompt.{i}.role`` / ``.content`` /
+``.tool_call_id`` / ``.tool_calls.{j}.id`` (and ``.name``, ``.arguments``); also the
+attribute of the older ``gen_ai.content.prompt`` span event (a JSON messages list)."""
+GEN_AI_COMPLETION: Final = "gen_ai.completion"
+"""OpenLLMetry's legacy ``gen_ai.completion.{i}.*``; also the attribute of the
+``gen_ai.content.completion`` span event."""
+# The parts of one message of OpenLLMetry's legacy form, after ``gen_ai.prompt.{i}.``:
+OPENLLMETRY_ROLE: Final = "role"
+OPENLLMETRY_CONTENT: Final = "content"
+OPENLLMETRY_TOOL_CALL_ID: Final = "tool_call_id"
+OPENLLMETRY_TOOL_CALLS: Final = "tool_calls"
+"""Followed by ``.{j}.id`` / ``.name`` / ``.arguments``."""
+OPENLLMETRY_CALL_FIELDS: Final = ("id", "name", "arguments")
+GEN_AI_EVENT_CONTENT_PROMPT: Final = "gen_ai.content.prompt"
+GEN_AI_EVENT_CONTENT_COMPLETION: Final = "gen_ai.content.completion"
+GEN_AI_MESSAGE_EVENTS: Final = {
+    "gen_ai.system.message": "system",
+    "gen_ai.user.message": "user",
+    "gen_ai.assistant.message": "assistant",
+    "gen_ai.tool.message": "tool",
+}
+"""The older per-message span events and the role each stands for."""
+GEN_AI_EVENT_CHOICE: Final = "gen_ai.choice"
+GEN_AI_EVENT_BODY: Final = "gen_ai.event.content"
+"""A JSON body some emitters put on the per-message events instead of flat fields."""
+
+# --- OpenInference semantic conventions (read, never written) -----------------------
+OPENINFERENCE_SPAN_KIND: Final = "openinference.span.kind"
+OPENINFERENCE_LLM: Final = "LLM"
+OPENINFERENCE_TOOL: Final = "TOOL"
+LLM_INPUT_MESSAGES: Final = "llm.input_messages"
+"""Flattened: ``llm.input_messages.{i}.message.role`` / ``.content`` / ``.tool_call_id`` /
+``.tool_calls.{j}.tool_call.id`` (``.function.name``, ``.function.arguments``) /
+``.contents.{k}.message_content.text``."""
+LLM_OUTPUT_MESSAGES: Final = "llm.output_messages"
+# The parts of a flattened OpenInference message, after ``llm.input_messages.{i}.``:
+OI_MESSAGE_ROLE: Final = "message.role"
+OI_MESSAGE_CONTENT: Final = "message.content"
+OI_MESSAGE_CONTENTS: Final = "message.contents"
+"""Followed by ``.{k}.message_content.text`` (:data:`OI_CONTENT_TEXT`)."""
+OI_CONTENT_TEXT: Final = "message_content.text"
+OI_MESSAGE_TOOL_CALL_ID: Final = "message.tool_call_id"
+OI_MESSAGE_TOOL_CALLS: Final = "message.tool_calls"
+"""Followed by ``.{j}.`` and :data:`OI_TOOL_CALL_ID`, ``_NAME``, ``_ARGUMENTS``."""
+OI_TOOL_CALL_ID: Final = "tool_call.id"
+OI_TOOL_CALL_NAME: Final = "tool_call.function.name"
+OI_TOOL_CALL_ARGUMENTS: Final = "tool_call.function.arguments"
+LLM_MODEL_NAME: Final = "llm.model_name"
+LLM_TOKEN_COUNT_PROMPT: Final = "llm.token_count.prompt"
+OPENINFERENCE_TOOL_NAME: Final = "tool.name"
+OPENINFERENCE_TOOL_ID: Final = "tool.id"
+INPUT_VALUE: Final = "input.value"
+INPUT_MIME_TYPE: Final = "input.mime_type"
+OUTPUT_VALUE: Final = "output.value"
+OUTPUT_MIME_TYPE: Final = "output.mime_type"
+MIME_JSON: Final = "application/json"
+OPENINFERENCE_REDACTED: Final = "__REDACTED__"
+"""What OpenInference writes instead of a value its ``OPENINFERENCE_HIDE_*`` settings hide."""
+
+# --- OpenLLMetry (traceloop) tool spans (read, never written) ------------------------
+TRACELOOP_SPAN_KIND: Final = "traceloop.span.kind"
+TRACELOOP_TOOL: Final = "tool"
+TRACELOOP_ENTITY_NAME: Final = "traceloop.entity.name"
+TRACELOOP_ENTITY_INPUT: Final = "traceloop.entity.input"
+"""JSON ``{"args": [...], "kwargs": {...}}``."""
+TRACELOOP_ENTITY_OUTPUT: Final = "traceloop.entity.output"
+"""JSON of the return value, sliced at ``OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT``."""
+
 # --- the context overflow event (extension) ----------------------------------------
 EVENT_CONTEXT_LENGTH_EXCEEDED: Final = "ctxledger.context_length_exceeded"
 """*Extension.* A span event: the provider rejected a request as longer than the model's
@@ -164,3 +294,7 @@ VERDICT_SILENT: Final = "silent"
 VERDICT_DROPPED: Final = "dropped"
 VERDICT_ORPHANED: Final = "orphaned"
 VERDICT_INCOMPLETE: Final = "incomplete"
+VERDICT_UNAUDITABLE: Final = "unauditable"
+"""*Extension.* The telemetry itself could not show the evidence whole (an attribute
+length limit, evicted attributes, content stored off span): the journey could not be
+judged, and its report says why and what to change. Never a loss verdict."""

@@ -15,6 +15,8 @@ from ctxledger.verdicts.model import Manifest, Measurement
 
 #: Sizes, counts and steps are 32-bit signed integers on the wire's storage side.
 _MAX_INT = 2**31 - 1
+#: A request's sequence is a 64-bit signed integer (a time in microseconds, say).
+_MAX_SEQUENCE = 2**63 - 1
 
 
 #: The attributes a stage measurement record carries; anything else a span holds is
@@ -48,6 +50,9 @@ MEASUREMENT_ATTRIBUTES: frozenset[str] = frozenset(
         sc.TRUNCATION_MARKER,
         sc.TRUNCATION_MARKERS_FOUND,
         sc.TRUNCATION_REF,
+        sc.SOURCE,
+        sc.TELEMETRY_CUT,
+        sc.MATCH_INFERRED,
     }
 )
 #: The attributes a request manifest record carries (the tokenizer of its token count
@@ -64,6 +69,11 @@ MANIFEST_ATTRIBUTES: frozenset[str] = frozenset(
         sc.REQUEST_MODEL,
         sc.AGENT_NAME,
         sc.SDK_DROPPED_SPANS,
+        sc.SOURCE,
+        sc.REQUEST_ISSUED_CALLS,
+        sc.REQUEST_CONVERSATION,
+        sc.REQUEST_SEQUENCE,
+        sc.TELEMETRY_CUT,
     }
 )
 
@@ -93,6 +103,17 @@ def _int(attrs: Mapping[str, Any], name: str, *, required: bool = False) -> int 
     if type(value) is int and 0 <= value <= _MAX_INT:
         return value
     return _checked_int(value, name, required)
+
+
+def _sequence(attrs: Mapping[str, Any], name: str) -> int | None:
+    value = attrs.get(name)
+    if type(value) is int and 0 <= value <= _MAX_SEQUENCE:
+        return value
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidSpan(f"{name} must be a non-negative int, got {value!r}")
+    raise InvalidSpan(f"{name} is too large ({value} > {_MAX_SEQUENCE:,})")
 
 
 def _checked_int(value: Any, name: str, required: bool) -> int | None:
@@ -199,6 +220,9 @@ def measurement_from_attributes(
         dropped_attributes=dropped_attributes,
         observed_at=observed_at,
         span_id=span_id,
+        source=_str(attrs, sc.SOURCE) or sc.SOURCE_CTXLEDGER,
+        telemetry_cut=_str(attrs, sc.TELEMETRY_CUT),
+        inferred=bool(_bool(attrs, sc.MATCH_INFERRED, False)),
     )
 
 
@@ -225,4 +249,9 @@ def manifest_from_attributes(
         sdk_dropped_spans=_int(attrs, sc.SDK_DROPPED_SPANS),
         observed_at=observed_at,
         span_id=span_id,
+        source=_str(attrs, sc.SOURCE) or sc.SOURCE_CTXLEDGER,
+        conversation=_str(attrs, sc.REQUEST_CONVERSATION),
+        sequence=_sequence(attrs, sc.REQUEST_SEQUENCE),
+        issued_calls=_strs(attrs, sc.REQUEST_ISSUED_CALLS),
+        telemetry_cut=_str(attrs, sc.TELEMETRY_CUT),
     )

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from sqlalchemy import select
 
-from ctxledger.verdicts import Manifest, Measurement
+from ctxledger.verdicts import Manifest, Measurement, Report
 from ctxledger_collector.database import make_engine
 from ctxledger_collector.migrate import upgrade
 from ctxledger_collector.otlp_decode import DecodedBatch, DecodedManifest, DecodedMeasurement
@@ -76,6 +76,8 @@ def stored_verdicts(store: Store, trace_ids: set[str]) -> dict[tuple[str, str, s
             REPORTS.c.lost_chars,
             REPORTS.c.lost_tokens,
             REPORTS.c.step,
+            REPORTS.c.source,
+            REPORTS.c.layer,
         )
         .join_from(REPORTS, RUNS, RUNS.c.id == REPORTS.c.run_id)
         .where(RUNS.c.trace_id.in_(trace_ids))
@@ -86,9 +88,14 @@ def stored_verdicts(store: Store, trace_ids: set[str]) -> dict[tuple[str, str, s
 
 def expected_verdicts(batches: Batches, now: float) -> dict[tuple[str, str, str | None], tuple]:
     return {
-        key: (r.verdict, r.settled, r.lost_items, r.lost_chars, r.lost_tokens, r.step)
-        for key, r in whole_set_reports(batches, now=now).items()
+        key: _summary(r) for key, r in whole_set_reports(batches, now=now).items()
     }
+
+
+def _summary(r: Report) -> tuple:
+    return (
+        r.verdict, r.settled, r.lost_items, r.lost_chars, r.lost_tokens, r.step, r.source, r.layer
+    )  # fmt: skip
 
 
 def ingest(store: Store, batches: Batches, now: float) -> set[str]:
@@ -147,10 +154,7 @@ def _judged_both_ways(store: Store, batches: Batches) -> dict[tuple[str, str, st
     for ms, mans in batches:
         memory.ingest(ms, mans, now=NOW)
     expected = expected_verdicts(batches, NOW)
-    in_memory = {
-        key: (r.verdict, r.settled, r.lost_items, r.lost_chars, r.lost_tokens, r.step)
-        for key, r in memory.reports.items()
-    }
+    in_memory = {key: _summary(r) for key, r in memory.reports.items()}
     assert in_memory == expected
     stored = stored_verdicts(store, ingest(store, batches, NOW))
     assert stored == expected
@@ -180,3 +184,33 @@ def test_a_later_manifest_copy_with_another_step_moves_the_request_that_follows(
     moved = replace(near, step=4, observed_at=901.0)
     stored = _judged_both_ways(store, [([original], [near, far]), ([], [moved])])
     assert {k[2]: v[0] for k, v in stored.items()} == {"req_y": "dropped"}
+
+
+def test_a_later_copy_of_the_issuing_request_that_no_longer_issues_the_call_moves_its_origin(
+    store: Store,
+) -> None:
+    trace = os.urandom(16).hex()
+    issuer = Manifest(trace, "r1", step=1, conversation="k", sequence=10,
+                      issued_calls=("call_a",), span_id="1" * 16, observed_at=900.0)  # fmt: skip
+    other = Manifest(trace, "r5", step=5, conversation="k", sequence=50,
+                     issued_calls=("call_a",), span_id="5" * 16, observed_at=900.0)  # fmt: skip
+    follows = Manifest(trace, "r2", step=2, conversation="k", sequence=20, tool_call_ids=(),
+                       span_id="2" * 16, observed_at=900.0)  # fmt: skip
+    last = Manifest(trace, "r6", step=6, conversation="k", sequence=60, tool_call_ids=(),
+                    span_id="6" * 16, observed_at=900.0)  # fmt: skip
+    moved = replace(issuer, issued_calls=(), observed_at=901.0)
+    stored = _judged_both_ways(store, [([], [issuer, other, follows, last]), ([], [moved])])
+    assert {k[2]: v[0] for k, v in stored.items()} == {"r6": "dropped"}
+
+
+def test_requests_of_another_conversation_never_follow_a_call(store: Store) -> None:
+    trace = os.urandom(16).hex()
+    issuer = Manifest(trace, "a1", step=1, conversation="a", sequence=10,
+                      issued_calls=("call_a",), span_id="1" * 16)  # fmt: skip
+    other = Manifest(trace, "b1", step=2, conversation="b", sequence=20, tool_call_ids=(),
+                     span_id="2" * 16)  # fmt: skip
+    carried = ("call_a",)
+    follows = Manifest(trace, "a2", step=2, conversation="a", sequence=30,
+                       tool_call_ids=carried, tool_calls=carried, span_id="3" * 16)  # fmt: skip
+    stored = _judged_both_ways(store, [([], [follows]), ([], [other]), ([], [issuer])])
+    assert {k[2]: v[0] for k, v in stored.items()} == {"a2": "intact"}

@@ -32,18 +32,22 @@ import ctxledger_collector
 from ctxledger_collector import migrate
 from ctxledger_collector.database import make_engine
 from ctxledger_collector.tables import (
+    CallIssuerRow,
     CallRow,
     ManifestRow,
     MeasurementRow,
     ReportRow,
     RunRow,
     StringListRow,
+    UnmatchedToolRow,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
 TABLES = {
     "runs",
     "calls",
+    "call_issuers",
+    "unmatched_tools",
     "string_lists",
     "measurements",
     "manifests",
@@ -237,9 +241,26 @@ def test_migrated_database_stores_every_model(database_url: str) -> None:
                     span_number=0,
                     observed_us=1_500_000,
                     copy_digest=0,
+                    sequence=2**62,
+                    position=2**62,
+                    conversation="k",
+                    source="genai",
+                    telemetry_cut="cut",
                 )
             )
-            session.add(CallRow(run_id=run.id, tool_call_id="c", call_step=1))
+            session.add(CallRow(run_id=run.id, tool_call_id="c", call_step=2**62, conversation="k"))
+            session.add(
+                CallIssuerRow(
+                    run_id=run.id, tool_call_id="c", request_id="r", signature=-(2**63),
+                    issued_order=2**62,
+                )
+            )  # fmt: skip
+            session.add(
+                UnmatchedToolRow(
+                    run_id=run.id, span_number=2**63 - 1, signature=1, started_us=2**62,
+                    measurement="{}",
+                )
+            )  # fmt: skip
             session.add(StringListRow(digest=bytes(range(16)), items='["两", "kb-1"]'))
             session.add(
                 ReportRow(

@@ -49,6 +49,9 @@ def measurements(draw: st.DrawFn) -> Measurement:
         marker=draw(st.booleans()),
         observed_at=draw(st.sampled_from((850.0, 899.0, 950.0, 990.0))),
         span_id=draw(st.sampled_from(("0" * 16, "1" * 16, "f" * 16))),
+        source=draw(st.sampled_from((sc.SOURCE_CTXLEDGER, sc.SOURCE_GENAI))),
+        telemetry_cut=draw(st.sampled_from((None, None, None, "cut at 4096 chars"))),
+        inferred=draw(st.booleans()),
     )
 
 
@@ -63,6 +66,11 @@ def manifests(draw: st.DrawFn) -> Manifest:
         tool_calls=draw(st.none() | listed),
         observed_at=draw(st.sampled_from((900.0, 960.0))),
         span_id=draw(st.sampled_from(("2" * 16, "3" * 16))),
+        source=draw(st.sampled_from((sc.SOURCE_CTXLEDGER, sc.SOURCE_OPENINFERENCE))),
+        conversation=draw(st.sampled_from((None, "k1", "k2"))),
+        sequence=draw(st.none() | st.sampled_from((3, 7, 2**52))),
+        issued_calls=draw(st.none() | listed),
+        telemetry_cut=draw(st.sampled_from((None, None, None, "content stored off span"))),
     )
 
 
@@ -103,10 +111,59 @@ def agent_run(draw: st.DrawFn) -> list[Measurement | Manifest]:
 
 
 @st.composite
+def derived_run(draw: st.DrawFn) -> list[Measurement | Manifest]:
+    """A run as the collector derives it from GenAI spans: one or two conversations in
+    one trace, each request at the time it started (sequence), its response issuing
+    calls, tool spans measuring their output (no step), and the next request of the same
+    conversation carrying the results so far, some cut, dropped or orphaned."""
+    trace = draw(st.sampled_from(TRACES))
+    spans: list[Measurement | Manifest] = []
+    clock = 1_700_000_000_000_000
+    for conversation in draw(st.sampled_from((("k1",), ("k1", "k2")))):
+        issued: list[str] = []
+        answered: list[str] = []
+        for step in range(1, draw(st.integers(1, 4)) + 1):
+            clock += draw(st.integers(1, 3))
+            request = f"{conversation}-req-{step}"
+            calls = [c for c in draw(st.lists(st.sampled_from(CALLS), unique=True, max_size=2))]
+            calls = [f"{conversation}-{c}" for c in calls if f"{conversation}-{c}" not in issued]
+            carried = [c for c in answered if draw(st.integers(0, 3)) > 0]
+            asked = [c for c in issued if c in carried or draw(st.integers(0, 4)) == 0]
+            cut = draw(st.sampled_from((None, None, None, None, "invalid JSON at 4096 chars")))
+            spans.append(
+                Manifest(trace, request, step=step, tool_call_ids=tuple(carried),
+                         tool_calls=tuple(asked), observed_at=870.0 + step,
+                         span_id=f"{step + 200:016x}", source=sc.SOURCE_GENAI,
+                         conversation=conversation, sequence=clock,
+                         issued_calls=tuple(calls), telemetry_cut=cut)
+            )  # fmt: skip
+            if cut is None:
+                for call in carried:
+                    chars = draw(st.sampled_from((400, 400, 120)))
+                    spans.append(
+                        Measurement(trace, call, sc.STAGE_LLM_INPUT, 40, chars=chars, items=4,
+                                    request_id=request, step=step, observed_at=871.0 + step,
+                                    span_id=f"{step + 300:016x}", source=sc.SOURCE_GENAI)
+                    )  # fmt: skip
+            for call in calls:
+                issued.append(call)
+                if draw(st.integers(0, 3)) > 0:
+                    answered.append(call)
+                    spans.append(
+                        Measurement(trace, call, sc.STAGE_ORIGINAL, 10, chars=400, items=4,
+                                    observed_at=872.0 + step, span_id=f"{step + 400:016x}",
+                                    source=sc.SOURCE_GENAI, inferred=draw(st.booleans()),
+                                    telemetry_cut=draw(st.sampled_from((None, None, "cut"))))
+                    )  # fmt: skip
+    return spans
+
+
+@st.composite
 def batched_traces(draw: st.DrawFn) -> list[tuple[list[Measurement], list[Manifest]]]:
     spans: list[Measurement | Manifest] = draw(
         st.lists(measurements() | manifests(), min_size=1, max_size=40)
         | agent_run().map(lambda run: run[:60])
+        | derived_run().map(lambda run: run[:60])
     )
     # Replays: some spans again, unchanged, anywhere in the stream.
     if spans:

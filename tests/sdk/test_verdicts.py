@@ -105,7 +105,16 @@ def severity(verdict: str) -> int:
 
 
 def test_severity_scale_is_the_documented_one():
-    assert VERDICTS == (INTACT, DECLARED, INCOMPLETE, UNMARKED, SILENT, DROPPED, ORPHANED)
+    assert VERDICTS == (
+        INTACT,
+        DECLARED,
+        INCOMPLETE,
+        semconv.VERDICT_UNAUDITABLE,
+        UNMARKED,
+        SILENT,
+        DROPPED,
+        ORPHANED,
+    )
     assert worst([]) == INTACT
     assert worst([DECLARED, ORPHANED, SILENT]) == ORPHANED
     assert worst([UNMARKED, INCOMPLETE, DECLARED]) == UNMARKED

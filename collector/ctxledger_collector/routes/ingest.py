@@ -292,7 +292,11 @@ def _store_export(state: AppState, body: bytes, gzipped: bool, media: str) -> Re
         body = _gunzip(body, state.settings.max_decompressed_bytes)
     stored = DecodedBatch()
     try:
-        for chunk in decode_export_chunks(body, media, state.settings.ingest_chunk_spans):
+        settings = state.settings
+        chunks = decode_export_chunks(
+            body, media, settings.ingest_chunk_spans, settings.store_message_content
+        )
+        for chunk in chunks:
             done = _store(state, fit_to_columns(chunk))
             _count_spans(state, done)
             stored.rejected.extend(done.rejected)

@@ -91,6 +91,8 @@ def _journey(journey: dict[str, Any], focused: bool) -> None:
             + (" :material/arrow_back: *linked*" if focused else "")
         )
         st.caption(VERDICT_MEANINGS.get(verdict, ""))
+        where = f" · where: {journey['layer']}" if journey.get("layer") else ""
+        st.caption(f"evidence: {journey.get('source', sc.SOURCE_CTXLEDGER)}{where}")
         if not journey["settled"]:
             st.caption(
                 ":material/hourglass_top: waiting for later stages (not judged incomplete yet)"
@@ -135,6 +137,11 @@ def _manifest(manifest: dict[str, Any]) -> None:
         )
     elif tokens is not None:
         st.caption(f"{tokens:,} tokens ({manifest['tokenizer'] or '?'}); context window unknown")
+    if manifest.get("telemetry_cut"):
+        st.warning(
+            f"**Not auditable** ({manifest.get('source')}): {manifest['telemetry_cut']}",
+            icon=":material/visibility_off:",
+        )
     if manifest["calls_without_result"]:
         st.error(
             "**Orphaned tool calls** (call without its result — the provider rejects this "

@@ -10,10 +10,12 @@ Which journeys a batch can change, by the rules of :mod:`~ctxledger.verdicts.jou
 
 * a stage measured in request R: the journey (call, R);
 * a stage measured before any request: every journey of its call (its stages lead every
-  one of them, and its step decides which request follows the call);
+  one of them, and its step may decide which request follows the call);
 * a manifest of request R: the journey (call, R) of every call it lists and of every call
-  already judged in R; and, when R's step is s, the calls issued at a step in
-  [the step of the last manifest below s, s): R may now be the request that follows them;
+  already judged in R; every journey of each call its response issued (R may now be the
+  call's origin); and, when R stands at position p of conversation k, the calls whose
+  origin lies in k at a position in [the position of the last manifest of k below p, p):
+  R may now be the request that follows them;
 * a manifest that replaced a different stored copy: everything the old copy bore on.
 
 Reports already stored stand for what earlier batches decided: a call has a report in
@@ -29,7 +31,14 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ctxledger.verdicts.journeys import CallEvidence, CallJudgment, call_step, judge_call
+from ctxledger.verdicts.journeys import (
+    CallEvidence,
+    CallJudgment,
+    Origin,
+    call_origin,
+    issuer_origin,
+    judge_call,
+)
 from ctxledger.verdicts.model import Manifest, Measurement, Tolerances
 
 #: (trace id, tool call id)
@@ -38,8 +47,10 @@ CallKey = tuple[str, str]
 RequestKey = tuple[str, str]
 #: (trace id, tool call id, request id)
 JourneyKey = tuple[str, str, str]
-#: (trace id, step)
-StepKey = tuple[str, int]
+#: (trace id, conversation key, position)
+PositionKey = tuple[str, str, int]
+#: (trace id, conversation key, lowest position or None for no bound, position above)
+PositionRange = tuple[str, str, int | None, int]
 
 
 class TraceState(Protocol):
@@ -60,17 +71,27 @@ class TraceState(Protocol):
         """The stored manifest of each request that has one."""
         ...
 
-    def requests_after(self, steps: Collection[StepKey]) -> Mapping[StepKey, frozenset[str]]:
-        """Per (trace, step): the requests of the first manifest step above it."""
+    def issuers(self, calls: Collection[CallKey]) -> Mapping[CallKey, Sequence[Origin]]:
+        """Per call: the origins of the stored manifests whose response issued it."""
         ...
 
-    def step_below(self, steps: Collection[StepKey]) -> Mapping[StepKey, int | None]:
-        """Per (trace, step): the greatest manifest step below it, None if there is none."""
+    def requests_after(
+        self, positions: Collection[PositionKey]
+    ) -> Mapping[PositionKey, frozenset[str]]:
+        """Per (trace, conversation, position): the requests of that conversation at the
+        first position above it."""
         ...
 
-    def calls_issued(self, ranges: Collection[tuple[str, int | None, int]]) -> set[CallKey]:
-        """Calls whose call step (:func:`call_step`) lies in [low, high) of their trace's
-        range; a low of None has no lower bound."""
+    def position_below(
+        self, positions: Collection[PositionKey]
+    ) -> Mapping[PositionKey, int | None]:
+        """Per (trace, conversation, position): the greatest position of a manifest of that
+        conversation below it, None if there is none."""
+        ...
+
+    def calls_issued(self, ranges: Collection[PositionRange]) -> set[CallKey]:
+        """Calls whose origin (:func:`~ctxledger.verdicts.journeys.call_origin`) lies in the
+        range's conversation at a position in [low, high); a low of None has no bound."""
         ...
 
     def judged_requests(self, calls: Collection[CallKey]) -> Mapping[CallKey, set[str | None]]:
@@ -98,10 +119,14 @@ class RejudgePlan:
         return self.whole | set(self.journeys)
 
 
+def _bears_on_others(m: Manifest) -> tuple[object, ...]:
+    """What a manifest says that other requests' journeys depend on."""
+    return (m.position, m.conversation_key, m.tool_call_ids, m.tool_calls, m.issued_calls)
+
+
 def _bore_on(old: Manifest, new: Manifest) -> bool:
     """Whether a stored manifest was replaced by a copy that says something else."""
-    said = (old.step, old.tool_call_ids, old.tool_calls)
-    return said != (new.step, new.tool_call_ids, new.tool_calls)
+    return _bears_on_others(old) != _bears_on_others(new)
 
 
 def plan_rejudging(
@@ -122,23 +147,26 @@ def plan_rejudging(
     batch_manifests = list(manifests)
     requests = {(man.trace_id, man.request_id) for man in batch_manifests}
     judged_in = state.judged_calls(requests) if requests else {}
-    steps: set[StepKey] = set()
+    positions: set[PositionKey] = set()
     for man in batch_manifests:
         key = (man.trace_id, man.request_id)
         for call_id in (*man.tool_call_ids, *(man.tool_calls or ()), *judged_in.get(key, ())):
             plan.add_journey(man.trace_id, call_id, man.request_id)
-        if man.step is not None:
-            steps.add((man.trace_id, man.step))
+        plan.whole.update((man.trace_id, c) for c in man.issued_calls or ())
+        origin = issuer_origin(man)
+        if origin is not None:
+            positions.add((man.trace_id, *origin))
         old = (replaced or {}).get(key)
         if old is not None and _bore_on(old, man):
             plan.whole.update((man.trace_id, c) for c in judged_in.get(key, ()))
-            plan.whole.update((man.trace_id, c) for c in old.tool_call_ids)
-            plan.whole.update((man.trace_id, c) for c in old.tool_calls or ())
-            if old.step is not None:
-                steps.add((man.trace_id, old.step))
-    if steps:
-        below = state.step_below(steps)
-        plan.whole |= state.calls_issued([(t, below.get((t, s)), s) for t, s in steps])
+            for call_id in (*old.tool_call_ids, *(old.tool_calls or ()), *(old.issued_calls or ())):
+                plan.whole.add((man.trace_id, call_id))
+            old_origin = issuer_origin(old)
+            if old_origin is not None:
+                positions.add((man.trace_id, *old_origin))
+    if positions:
+        below = state.position_below(positions)
+        plan.whole |= state.calls_issued([(t, k, below.get((t, k, p)), p) for t, k, p in positions])
     return plan
 
 
@@ -166,11 +194,12 @@ def rejudge(
     if not calls:
         return []
     before = state.before_stages(calls)
-    steps = {c: call_step(before.get(c, ())) for c in calls}
-    after = state.requests_after({(c[0], s) for c, s in steps.items() if s is not None})
+    issued = state.issuers(calls)
+    origins = {c: call_origin(before.get(c, ()), issued.get(c, ())) for c in calls}
+    after = state.requests_after({(c[0], *o) for c, o in origins.items() if o is not None})
     following = {
-        c: after.get((c[0], s), frozenset()) if s is not None else frozenset()
-        for c, s in steps.items()
+        c: after.get((c[0], *o), frozenset()) if o is not None else frozenset()
+        for c, o in origins.items()
     }
     judged = state.judged_requests(plan.whole) if plan.whole else {}
 
@@ -207,6 +236,7 @@ def rejudge(
                 complete=call in plan.whole,
                 tolerances=tolerances,
                 now=now,
+                origin=origins[call],
             )
         )
     return judgments

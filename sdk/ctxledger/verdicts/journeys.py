@@ -3,9 +3,15 @@
 A *journey* is one tool result (trace, tool call) within one LLM request. Stages
 measured before any request (``original``, ``serialized``) belong to every request the
 result later travels in. A call has a journey in request R when it was measured in R,
-when R's manifest lists its result or its call, or when R belongs to the first step after
-the one that issued the call (the result should be there). A call with none of these
-has one journey without a request.
+when R's manifest lists its result or its call, or when R is the request that *follows*
+the call (the result should be there). A call with none of these has one journey without
+a request.
+
+The request that follows a call is found from the call's *origin*: the conversation and
+position of the request whose response issued it (manifests that list it in
+``issued_calls``), else the lowest step of its own stages in the run's default
+conversation. The requests that follow are those of the origin's conversation at the
+first position after it; a request's position is its ``sequence``, else its step.
 
 :func:`judge_call` is what both :func:`~ctxledger.verdicts.judge_trace` (everything at
 once) and :mod:`~ctxledger.verdicts.incremental` (only what a batch can change) call, so
@@ -19,9 +25,17 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ctxledger import semconv
-from ctxledger.verdicts.model import Manifest, Measurement, Report, Tolerances
+from ctxledger.verdicts.model import Manifest, Measurement, Report, Tolerances, Transition
 from ctxledger.verdicts.transitions import compare, loss_verdict
-from ctxledger.verdicts.vocabulary import VERDICT_SEVERITY
+from ctxledger.verdicts.vocabulary import (
+    LAYER_REQUEST,
+    LAYER_TELEMETRY,
+    VERDICT_SEVERITY,
+    loss_layer,
+)
+
+#: A call's origin: (conversation key, position) of where it was issued.
+Origin = tuple[str, int]
 
 
 def worst(verdicts: Iterable[str]) -> str:
@@ -34,8 +48,8 @@ class CallEvidence:
     """What one call's journeys are judged from (copies already deduplicated).
 
     ``manifests`` must hold the manifest of every request judged that has one;
-    ``following`` is the set of requests of the first manifest step after the call's
-    step (:func:`call_step`), whatever requests are judged.
+    ``following`` is the set of requests that follow the call's origin
+    (:func:`requests_following`), whatever requests are judged.
     """
 
     call_id: str
@@ -69,7 +83,7 @@ class CallJudgment:
     call_id: str
     reports: tuple[Report, ...]
     considered: frozenset[str | None]
-    call_step: int | None = None
+    origin: Origin | None = None
 
 
 def mentions(manifest: Manifest, call_id: str) -> bool:
@@ -77,18 +91,39 @@ def mentions(manifest: Manifest, call_id: str) -> bool:
 
 
 def call_step(before: Iterable[Measurement]) -> int | None:
-    """The step whose response issued the call: the lowest step of its stages measured
-    before any request."""
+    """The step whose response issued the call, as its own stages say: the lowest step of
+    its stages measured before any request."""
     return min((m.step for m in before if m.step is not None), default=None)
 
 
-def requests_following(step: int | None, manifests: Iterable[Manifest]) -> frozenset[str]:
-    """The requests of the first manifest step after ``step``."""
-    if step is None:
+def issuer_origin(manifest: Manifest) -> Origin | None:
+    """Where a request that issued calls stands (None when it has no position)."""
+    position = manifest.position
+    return None if position is None else (manifest.conversation_key, position)
+
+
+def call_origin(before: Iterable[Measurement], issuers: Iterable[Origin]) -> Origin | None:
+    """Where the call was issued: the earliest request whose response issued it, else the
+    lowest step of its own stages (in the default conversation)."""
+    earliest = min(issuers, key=lambda o: (o[1], o[0]), default=None)
+    if earliest is not None:
+        return earliest
+    step = call_step(before)
+    return None if step is None else ("", step)
+
+
+def requests_following(origin: Origin | None, manifests: Iterable[Manifest]) -> frozenset[str]:
+    """The requests of the origin's conversation at the first position after it."""
+    if origin is None:
         return frozenset()
-    stepped = [m for m in manifests if m.step is not None and m.step > step]
-    first = min((m.step for m in stepped if m.step is not None), default=None)
-    return frozenset(m.request_id for m in stepped if m.step == first)
+    conversation, position = origin
+    later = [
+        (m.position, m.request_id)
+        for m in manifests
+        if m.conversation_key == conversation and m.position is not None and m.position > position
+    ]
+    first = min((p for p, _ in later), default=None)
+    return frozenset(r for p, r in later if p == first)
 
 
 def judge_call(
@@ -99,6 +134,7 @@ def judge_call(
     complete: bool,
     tolerances: Tolerances,
     now: float | None,
+    origin: Origin | None = None,
 ) -> CallJudgment:
     """Judge the call's journeys in ``candidates`` (request ids) that exist.
 
@@ -132,9 +168,7 @@ def judge_call(
         )
         for request_id in keys
     )
-    return CallJudgment(
-        trace_id, evidence.call_id, reports, frozenset(considered), call_step(evidence.before)
-    )
+    return CallJudgment(trace_id, evidence.call_id, reports, frozenset(considered), origin)
 
 
 def _removed(stage: Measurement) -> bool:
@@ -153,7 +187,10 @@ def _judge_journey(
     now: float | None,
 ) -> Report:
     transitions = [compare(a, b, tol) for a, b in itertools.pairwise(stages)]
-    findings = [t.verdict for t in transitions]
+    # (verdict, layer) of each finding; the worst gives the report its verdict and layer.
+    findings: list[tuple[str, str | None]] = [
+        (t.verdict, _transition_layer(t)) for t in transitions
+    ]
     notes: list[str] = []
     settled = True
     extra_lost_items = extra_lost_chars = extra_lost_tokens = 0
@@ -167,17 +204,28 @@ def _judge_journey(
             )
         if m.tokens_estimated:
             notes.append(f"stage {m.stage}: tokens estimated from a prefix (very large text)")
+        if m.telemetry_cut:
+            findings.append((semconv.VERDICT_UNAUDITABLE, LAYER_TELEMETRY))
+            notes.append(f"stage {m.stage} is not auditable: {m.telemetry_cut}")
+        if m.inferred:
+            notes.append(
+                f"stage {m.stage}: the tool span carried no call id; it was matched to "
+                f"{call_id} by tool name, arguments and order within the trace (inferred)"
+            )
 
-    if manifest is not None:
+    if manifest is not None and manifest.telemetry_cut:
+        findings.append((semconv.VERDICT_UNAUDITABLE, LAYER_TELEMETRY))
+        notes.append(f"request {manifest.request_id} is not auditable: {manifest.telemetry_cut}")
+    elif manifest is not None:
         has_result = call_id in manifest.results
         has_call = manifest.calls is not None and call_id in manifest.calls
         if has_call and not has_result:
-            findings.append(semconv.VERDICT_ORPHANED)
+            findings.append((semconv.VERDICT_ORPHANED, LAYER_REQUEST))
             notes.append(
                 f"request {manifest.request_id} carries tool call {call_id} without its result"
             )
         elif has_result and manifest.tool_calls is not None and not has_call:
-            findings.append(semconv.VERDICT_ORPHANED)
+            findings.append((semconv.VERDICT_ORPHANED, LAYER_REQUEST))
             notes.append(
                 f"request {manifest.request_id} carries the result of {call_id} without its call"
             )
@@ -185,7 +233,10 @@ def _judge_journey(
             # Only a stage that declared removing the whole result excuses its absence.
             removal = next((m for m in stages if m.request_id == request_id and _removed(m)), None)
             findings.append(
-                loss_verdict(removal) if removal is not None else semconv.VERDICT_DROPPED
+                (
+                    loss_verdict(removal) if removal is not None else semconv.VERDICT_DROPPED,
+                    LAYER_REQUEST,
+                )
             )
             notes.append(f"the result is missing from request {manifest.request_id}")
             if last is not None:
@@ -198,7 +249,7 @@ def _judge_journey(
     if not reached_model and manifest is None and stages:
         waited = None if now is None else now - max(m.observed_at for m in stages)
         if waited is not None and waited >= tol.incomplete_after_s:
-            findings.append(semconv.VERDICT_INCOMPLETE)
+            findings.append((semconv.VERDICT_INCOMPLETE, None))
             notes.append("later stages never arrived within the grace period")
         else:
             settled = False
@@ -211,11 +262,17 @@ def _judge_journey(
     step = next((m.step for m in reversed(stages) if m.step is not None), None)
     if manifest is not None and manifest.step is not None:
         step = manifest.step
+    verdict, layer = max(
+        findings,
+        key=lambda f: VERDICT_SEVERITY[f[0]],
+        default=(semconv.VERDICT_INTACT, None),
+    )
+    sources = {m.source for m in stages} | ({manifest.source} if manifest is not None else set())
     return Report(
         trace_id=trace_id,
         tool_call_id=call_id,
         request_id=request_id,
-        verdict=worst(findings),
+        verdict=verdict,
         tool_name=named.tool_name if named else None,
         agent_name=agent.agent_name if agent else (manifest.agent_name if manifest else None),
         step=step,
@@ -229,4 +286,14 @@ def _judge_journey(
         lost_priority_items=sum(t.lost_priority_items for t in transitions),
         settled=settled,
         notes=tuple(notes),
+        source="+".join(sorted(sources)) or semconv.SOURCE_CTXLEDGER,
+        layer=layer if verdict != semconv.VERDICT_INTACT else None,
     )
+
+
+def _transition_layer(transition: Transition) -> str | None:
+    if transition.verdict == semconv.VERDICT_INTACT:
+        return None
+    if transition.verdict == semconv.VERDICT_UNAUDITABLE:
+        return LAYER_TELEMETRY
+    return loss_layer(transition.from_stage, transition.to_stage)

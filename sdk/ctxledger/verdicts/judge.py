@@ -14,7 +14,9 @@ from collections.abc import Iterable
 from ctxledger.verdicts.duplicates import preferred_copy
 from ctxledger.verdicts.journeys import (
     CallEvidence,
-    call_step,
+    Origin,
+    call_origin,
+    issuer_origin,
     judge_call,
     requests_following,
 )
@@ -65,16 +67,23 @@ def judge_trace(
         else:
             in_request[m.tool_call_id][m.request_id].append(m)
     mentioned: dict[str, set[str]] = defaultdict(set)
+    issuers: dict[str, list[Origin]] = defaultdict(list)
     for manifest in by_request.values():
         for call_id in (*manifest.tool_call_ids, *(manifest.tool_calls or ())):
             mentioned[call_id].add(manifest.request_id)
             trace_ids.setdefault(call_id, manifest.trace_id)
+        origin = issuer_origin(manifest)
+        for call_id in manifest.issued_calls or ():
+            trace_ids.setdefault(call_id, manifest.trace_id)
+            if origin is not None:
+                issuers[call_id].append(origin)
 
     reports: list[Report] = []
     for call_id in sorted(trace_ids):
         if wanted is not None and call_id not in wanted:
             continue
-        following = requests_following(call_step(before[call_id]), by_request.values())
+        origin = call_origin(before[call_id], issuers[call_id])
+        following = requests_following(origin, by_request.values())
         requests = set(in_request[call_id]) | mentioned[call_id] | following
         evidence = CallEvidence(
             call_id=call_id,
@@ -84,7 +93,13 @@ def judge_trace(
             following=following,
         )
         judgment = judge_call(
-            trace_ids[call_id], evidence, requests, complete=True, tolerances=tol, now=now
+            trace_ids[call_id],
+            evidence,
+            requests,
+            complete=True,
+            tolerances=tol,
+            now=now,
+            origin=origin,
         )
         reports.extend(judgment.reports)
     return reports

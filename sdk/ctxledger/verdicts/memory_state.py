@@ -12,13 +12,14 @@ from ctxledger.verdicts.duplicates import preferred_copy_key
 from ctxledger.verdicts.incremental import (
     CallKey,
     JourneyKey,
+    PositionKey,
+    PositionRange,
     RequestKey,
-    StepKey,
     plan_rejudging,
     plan_sweep,
     rejudge,
 )
-from ctxledger.verdicts.journeys import CallJudgment, call_step
+from ctxledger.verdicts.journeys import CallJudgment, Origin, call_origin, issuer_origin
 from ctxledger.verdicts.model import Manifest, Measurement, Report, Tolerances
 
 _StageKey = tuple[str, str, str | None, str]
@@ -112,32 +113,61 @@ class MemoryTraceState:
     def manifests(self, requests: Collection[RequestKey]) -> Mapping[RequestKey, Manifest]:
         return {key: self._manifests[key] for key in requests if key in self._manifests}
 
-    def _steps(self, trace_id: str) -> list[tuple[int, str]]:
-        stepped = (self._manifests[(trace_id, r)] for r in self._by_trace.get(trace_id, ()))
-        return [(m.step, m.request_id) for m in stepped if m.step is not None]
+    def _trace_manifests(self, trace_id: str) -> list[Manifest]:
+        return [self._manifests[(trace_id, r)] for r in self._by_trace.get(trace_id, ())]
 
-    def requests_after(self, steps: Collection[StepKey]) -> Mapping[StepKey, frozenset[str]]:
-        found: dict[StepKey, frozenset[str]] = {}
-        for trace_id, step in steps:
-            later = [(s, r) for s, r in self._steps(trace_id) if s > step]
-            first = min((s for s, _ in later), default=None)
-            found[(trace_id, step)] = frozenset(r for s, r in later if s == first)
+    def _positions(self, trace_id: str, conversation: str) -> list[tuple[int, str]]:
+        return [
+            (m.position, m.request_id)
+            for m in self._trace_manifests(trace_id)
+            if m.position is not None and m.conversation_key == conversation
+        ]
+
+    def issuers(self, calls: Collection[CallKey]) -> Mapping[CallKey, Sequence[Origin]]:
+        found: dict[CallKey, list[Origin]] = defaultdict(list)
+        for trace_id, call_id in calls:
+            for man in self._trace_manifests(trace_id):
+                origin = issuer_origin(man)
+                if origin is not None and call_id in (man.issued_calls or ()):
+                    found[(trace_id, call_id)].append(origin)
         return found
 
-    def step_below(self, steps: Collection[StepKey]) -> Mapping[StepKey, int | None]:
+    def requests_after(
+        self, positions: Collection[PositionKey]
+    ) -> Mapping[PositionKey, frozenset[str]]:
+        found: dict[PositionKey, frozenset[str]] = {}
+        for trace_id, conversation, position in positions:
+            later = [(p, r) for p, r in self._positions(trace_id, conversation) if p > position]
+            first = min((p for p, _ in later), default=None)
+            found[(trace_id, conversation, position)] = frozenset(r for p, r in later if p == first)
+        return found
+
+    def position_below(
+        self, positions: Collection[PositionKey]
+    ) -> Mapping[PositionKey, int | None]:
         return {
-            (trace_id, step): max((s for s, _ in self._steps(trace_id) if s < step), default=None)
-            for trace_id, step in steps
+            (trace_id, conversation, position): max(
+                (p for p, _ in self._positions(trace_id, conversation) if p < position),
+                default=None,
+            )
+            for trace_id, conversation, position in positions
         }
 
-    def calls_issued(self, ranges: Collection[tuple[str, int | None, int]]) -> set[CallKey]:
-        issued: set[CallKey] = set()
-        for trace_id, low, high in ranges:
-            for call in [c for c in self._calls if c[0] == trace_id]:
-                step = call_step(self.before_stages([call])[call])
-                if step is not None and (low is None or step >= low) and step < high:
-                    issued.add(call)
-        return issued
+    def calls_issued(self, ranges: Collection[PositionRange]) -> set[CallKey]:
+        found: set[CallKey] = set()
+        for trace_id, conversation, low, high in ranges:
+            known = {c for c in self._calls if c[0] == trace_id} | {
+                (trace_id, c)
+                for man in self._trace_manifests(trace_id)
+                for c in man.issued_calls or ()
+            }
+            for call in known:
+                origin = call_origin(self.before_stages([call])[call], self.issuers([call])[call])
+                if origin is None or origin[0] != conversation:
+                    continue
+                if (low is None or origin[1] >= low) and origin[1] < high:
+                    found.add(call)
+        return found
 
     def judged_requests(self, calls: Collection[CallKey]) -> Mapping[CallKey, set[str | None]]:
         wanted = set(calls)

@@ -43,6 +43,12 @@ class Measurement:
     dropped_attributes: int = 0
     observed_at: float = 0.0
     span_id: str | None = None
+    source: str = semconv.SOURCE_CTXLEDGER
+    """Where the measurement came from (``semconv.SOURCE_*``)."""
+    telemetry_cut: str | None = None
+    """Why the telemetry could not show this stage's text whole (None: it could)."""
+    inferred: bool = False
+    """The tool call id was inferred (the tool span carried none)."""
 
     @property
     def sees_marker(self) -> bool:
@@ -72,6 +78,25 @@ class Manifest:
     sdk_dropped_spans: int | None = None
     observed_at: float = 0.0
     span_id: str | None = None
+    source: str = semconv.SOURCE_CTXLEDGER
+    conversation: str | None = None
+    """The conversation the request belongs to; the request that follows a call is the
+    next one of the issuing request's conversation (None: the run's default one)."""
+    sequence: int | None = None
+    """The request's place in its conversation; None orders it by its step."""
+    issued_calls: tuple[str, ...] | None = None
+    """The tool calls the request's response issued (None: not known)."""
+    telemetry_cut: str | None = None
+    """Why the telemetry could not show what the request carried (None: it could)."""
+
+    @property
+    def position(self) -> int | None:
+        """Where the request stands in its conversation: its sequence, else its step."""
+        return self.sequence if self.sequence is not None else self.step
+
+    @property
+    def conversation_key(self) -> str:
+        return self.conversation or ""
 
     @cached_property
     def results(self) -> frozenset[str]:
@@ -141,6 +166,11 @@ class Report:
     lost_priority_items: int = 0
     settled: bool = True
     notes: tuple[str, ...] = field(default=())
+    source: str = semconv.SOURCE_CTXLEDGER
+    """Where the evidence came from: one ``semconv.SOURCE_*`` name, or several joined by
+    ``+`` (sorted)."""
+    layer: str | None = None
+    """Where the worst finding sits in the pipeline (None when nothing was found)."""
 
     @property
     def key(self) -> tuple[str, str, str | None]:

@@ -22,6 +22,11 @@ def compare(prev: Measurement, cur: Measurement, tolerances: Tolerances) -> Tran
     )
     if same_content:
         return Transition(prev.stage, cur.stage, semconv.VERDICT_INTACT)
+    cut = prev.telemetry_cut or cur.telemetry_cut
+    if cut:  # the telemetry's own cut is not pipeline loss: the sizes cannot be compared
+        return Transition(
+            prev.stage, cur.stage, semconv.VERDICT_UNAUDITABLE, reasons=(f"not auditable: {cut}",)
+        )
 
     reasons: list[str] = []
     lost_items = 0

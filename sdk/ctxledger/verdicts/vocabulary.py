@@ -17,10 +17,11 @@ VERDICT_SEVERITY: Final[dict[str, int]] = {
     semconv.VERDICT_INTACT: 0,
     semconv.VERDICT_DECLARED: 1,
     semconv.VERDICT_INCOMPLETE: 2,
-    semconv.VERDICT_UNMARKED: 3,
-    semconv.VERDICT_SILENT: 4,
-    semconv.VERDICT_DROPPED: 5,
-    semconv.VERDICT_ORPHANED: 6,
+    semconv.VERDICT_UNAUDITABLE: 3,
+    semconv.VERDICT_UNMARKED: 4,
+    semconv.VERDICT_SILENT: 5,
+    semconv.VERDICT_DROPPED: 6,
+    semconv.VERDICT_ORPHANED: 7,
 }
 #: Every verdict, mildest first.
 VERDICTS: Final[tuple[str, ...]] = tuple(VERDICT_SEVERITY)
@@ -38,11 +39,34 @@ VERDICT_MEANINGS: Final[dict[str, str]] = {
     semconv.VERDICT_INTACT: "nothing was lost between stages",
     semconv.VERDICT_DECLARED: "the model sees a truncation marker",
     semconv.VERDICT_INCOMPLETE: "later stages never arrived within the grace period",
+    semconv.VERDICT_UNAUDITABLE: "the telemetry itself was cut or stored elsewhere: not judged",
     semconv.VERDICT_UNMARKED: "declared in telemetry, but the model sees no marker",
     semconv.VERDICT_SILENT: "no marker, not declared: the model takes the part for the whole",
     semconv.VERDICT_DROPPED: "the whole result vanished from a request",
     semconv.VERDICT_ORPHANED: "a tool call without its result, or a result without its call",
 }
+
+#: Where a loss sits, by the transition it was found in (from stage, to stage).
+LOSS_LAYERS: Final[dict[tuple[str, str], str]] = {
+    (semconv.STAGE_ORIGINAL, semconv.STAGE_SERIALIZED): "serialization: the tool's value "
+    "became text",
+    (semconv.STAGE_SERIALIZED, semconv.STAGE_ASSEMBLED): "context assembly: the context "
+    "manager built the messages",
+    (semconv.STAGE_ASSEMBLED, semconv.STAGE_SENT): "between the messages and the wire: the "
+    "HTTP client, a middleware or a gateway",
+    (semconv.STAGE_ORIGINAL, semconv.STAGE_LLM_INPUT): "between the tool and the request: the "
+    "context manager or gateway",
+}
+#: Where a request-level finding (dropped, orphaned) sits.
+LAYER_REQUEST: Final = "the request: the history the agent sent (context manager, history rebuild)"
+#: Where an unauditable journey's problem sits.
+LAYER_TELEMETRY: Final = "the telemetry: an attribute limit, evicted attributes or content off span"
+
+
+def loss_layer(from_stage: str, to_stage: str) -> str:
+    """Where a loss found between two stages sits in the pipeline."""
+    return LOSS_LAYERS.get((from_stage, to_stage), f"between stage {from_stage} and {to_stage}")
+
 
 #: Where the SDK's emergency trim measures: after ``assembled`` (30), before ``sent`` (40),
 #: so the messages were built and the bytes have not left yet.

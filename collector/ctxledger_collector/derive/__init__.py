@@ -1,0 +1,100 @@
+"""Derive stage measurements and manifests from spans that never met the ctxledger SDK:
+OpenTelemetry GenAI inference and ``execute_tool`` spans (and the older forms real
+packages emit), OpenInference ``LLM`` and ``TOOL`` spans. Pure: a span in, rule records
+out, the message content parsed in memory and dropped (kept only when the operator opts
+in). The rules (:mod:`ctxledger.verdicts`) then judge them as they judge the SDK's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ctxledger import semconv as sc
+from ctxledger.verdicts import Manifest
+from ctxledger_collector.derive.genai_exchange import read_genai
+from ctxledger_collector.derive.indexed_exchange import (
+    has_openllmetry_prompts,
+    read_openinference,
+    read_openllmetry,
+)
+from ctxledger_collector.derive.messages import Exchange
+from ctxledger_collector.derive.records import (
+    DerivedStage,
+    IssuedCall,
+    UnmatchedTool,
+    request_records,
+    tool_record,
+)
+from ctxledger_collector.derive.spans import SourceSpan, SpanEvent
+from ctxledger_collector.derive.tool_outputs import read_tool_output
+
+__all__ = [
+    "Derived",
+    "DerivedStage",
+    "IssuedCall",
+    "SourceSpan",
+    "SpanEvent",
+    "UnmatchedTool",
+    "derive_span",
+    "may_derive",
+]
+
+
+@dataclass
+class Derived:
+    """What one span gave: stages, the manifest of its request, the calls its response
+    issued, and tool outputs that wait for the call they answer."""
+
+    stages: list[DerivedStage] = field(default_factory=list)
+    manifest: Manifest | None = None
+    issued: list[IssuedCall] = field(default_factory=list)
+    unmatched: list[UnmatchedTool] = field(default_factory=list)
+
+
+def may_derive(attributes: dict[str, Any]) -> bool:
+    """A cheap test that a span follows one of the conventions derivation reads."""
+    return (
+        sc.GEN_AI_OPERATION_NAME in attributes
+        or sc.OPENINFERENCE_SPAN_KIND in attributes
+        or sc.TRACELOOP_SPAN_KIND in attributes
+        or has_openllmetry_prompts(attributes)
+    )
+
+
+def _exchange(span: SourceSpan) -> tuple[Exchange, str, str | None] | None:
+    attrs = span.attributes
+    model = attrs.get(sc.REQUEST_MODEL)
+    if attrs.get(sc.OPENINFERENCE_SPAN_KIND) == sc.OPENINFERENCE_LLM:
+        model = attrs.get(sc.LLM_MODEL_NAME) or model
+        exchange, source = read_openinference(span), sc.SOURCE_OPENINFERENCE
+    elif sc.GEN_AI_INPUT_MESSAGES in attrs or sc.GEN_AI_OUTPUT_MESSAGES in attrs:
+        exchange, source = read_genai(span)
+    elif has_openllmetry_prompts(attrs):
+        exchange, source = read_openllmetry(span), sc.SOURCE_OPENLLMETRY
+    elif attrs.get(sc.GEN_AI_OPERATION_NAME) in sc.GEN_AI_INFERENCE_OPERATIONS:
+        exchange, source = read_genai(span)
+    else:
+        return None
+    return exchange, source, model if isinstance(model, str) and model else None
+
+
+def derive_span(span: SourceSpan, keep_content: bool = False) -> Derived | None:
+    """The records one span gives, or None when it shows nothing derivation reads (no
+    inference or tool span, or one without content and no sign of where it went)."""
+    output = read_tool_output(span)
+    if output is not None:
+        record = tool_record(span, output, keep_content)
+        if record is None:
+            return None
+        if isinstance(record, UnmatchedTool):
+            return Derived(unmatched=[record])
+        return Derived(stages=[record])
+    found = _exchange(span)
+    if found is None:
+        return None
+    exchange, source, model = found
+    if exchange.input is None and exchange.output is None and exchange.input_cut is None:
+        return None
+    manifest, stages, issued = request_records(span, exchange, source, model, keep_content)
+    return Derived(stages=stages, manifest=manifest, issued=issued)

@@ -1,0 +1,234 @@
+"""Derived rule records: what one LLM span or tool span says, as the measurements and
+the manifest the SDK's spans would have given.
+
+* an LLM span is one request: a manifest (the results and calls its input carried, the
+  calls its response issued, its conversation and start time) and, per tool result in
+  its input, a measurement of stage ``llm_input``;
+* a tool span is the tool's own output: a measurement of stage ``original``.
+
+Requests are keyed by the LLM span's span id (always there, unique; a failed request
+has no response id). A request's step is 1 + the assistant messages in its input; its
+sequence is its start time in microseconds; its conversation is
+``gen_ai.conversation.id`` when the span has one, else a digest of its opening (the
+system instructions and messages, and the first user message: the task), which every
+later request of the same conversation repeats, even when its history was rebuilt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import orjson
+
+from ctxledger import semconv as sc
+from ctxledger.text import TextMeasurement, measure_text
+from ctxledger.verdicts import Manifest, Measurement
+from ctxledger_collector.derive import cuts
+from ctxledger_collector.derive.messages import Exchange, Message
+from ctxledger_collector.derive.spans import SourceSpan
+from ctxledger_collector.derive.tool_outputs import ToolOutput, arguments_signature
+
+
+@dataclass(frozen=True)
+class DerivedStage:
+    """A derived measurement and, when the operator opted in, the text it measured."""
+
+    measurement: Measurement
+    text: str | None = None
+
+
+@dataclass(frozen=True)
+class IssuedCall:
+    """A call an LLM response issued, with its signature for matching tool spans that
+    name no call id; ``order`` is (request start time, place in the response)."""
+
+    trace_id: str
+    call_id: str
+    request_id: str
+    signature: int
+    order: int
+
+
+@dataclass(frozen=True)
+class UnmatchedTool:
+    """A tool span without a call id: its measurement waits to be matched to a call."""
+
+    signature: int
+    started_us: int
+    stage: DerivedStage
+
+
+def _agent(span: SourceSpan) -> str | None:
+    name = span.attributes.get(sc.AGENT_NAME)
+    return name if isinstance(name, str) and name else span.service_name
+
+
+def conversation_of(span: SourceSpan, exchange: Exchange) -> str:
+    given = span.attributes.get(sc.GEN_AI_CONVERSATION_ID)
+    if isinstance(given, str) and given:
+        return given[:64]
+    opening: list[object] = [["system", exchange.system]]
+    whole = False
+    for message in exchange.input or ():
+        if message.role == "assistant":
+            break
+        opening.append([message.role, message.texts])
+        if message.role == "user":
+            whole = True
+            break
+    if not whole and (exchange.input is None or exchange.input_cut):
+        # The opening is not known: a conversation of its own, never another's.
+        return f"span:{span.span_id}"
+    return hashlib.sha256(orjson.dumps(opening)).hexdigest()[:32]
+
+
+def _measurement(
+    span: SourceSpan,
+    measured: TextMeasurement,
+    *,
+    call_id: str,
+    stage: str,
+    order: int,
+    source: str,
+    request_id: str | None = None,
+    tool_name: str | None = None,
+    step: int | None = None,
+    cut: str | None = None,
+    inferred: bool = False,
+) -> Measurement:
+    return Measurement(
+        trace_id=span.trace_id,
+        tool_call_id=call_id,
+        stage=stage,
+        order=order,
+        chars=measured.chars,
+        request_id=request_id,
+        tool_name=tool_name,
+        agent_name=_agent(span),
+        step=step,
+        bytes=measured.bytes,
+        tokens=measured.tokens,
+        tokenizer=measured.tokenizer,
+        tokens_estimated=measured.tokens_estimated,
+        canonical_chars=measured.canonical_chars,
+        items=measured.items,
+        item_ids=measured.item_ids,
+        ids_complete=measured.ids_complete,
+        fields=measured.fields,
+        fields_complete=measured.fields_complete,
+        priority_items=measured.priority_items,
+        sha256=measured.sha256,
+        canonical_sha256=measured.canonical_sha256,
+        json_valid=measured.json_valid,
+        marker=bool(measured.markers_found),
+        markers_found=measured.markers_found,
+        observed_at=span.observed_at,
+        span_id=span.span_id,
+        source=source,
+        telemetry_cut=cut,
+        inferred=inferred,
+    )
+
+
+def _unique(ids: list[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(ids))
+
+
+def request_records(
+    span: SourceSpan, exchange: Exchange, source: str, model: str | None, keep_content: bool
+) -> tuple[Manifest, list[DerivedStage], list[IssuedCall]]:
+    """The manifest of an LLM span's request, a stage per tool result it carried, and
+    the calls its response issued."""
+    inputs: list[Message] = exchange.input or []
+    calls = [c for m in inputs for c in m.calls if c.id]
+    names = {c.id: c.name for c in calls}
+    results = [r for m in inputs for r in m.results if r.id]
+    whole = exchange.input is not None and exchange.input_cut is None
+    step = 1 + sum(m.role == "assistant" for m in inputs) if whole else None
+    stages: list[DerivedStage] = []
+    for result in results:
+        assert result.id is not None
+        measured = measure_text(result.text, model=model)
+        cut = result.cut or (
+            cuts.at_limit(f"the result of {result.id}", measured.chars)
+            if cuts.looks_cut(measured.chars, exchange.cut_lengths)
+            else None
+        )
+        stage = _measurement(
+            span,
+            measured,
+            call_id=result.id,
+            stage=sc.STAGE_LLM_INPUT,
+            order=sc.STAGE_LLM_INPUT_ORDER,
+            source=source,
+            request_id=span.span_id,
+            tool_name=names.get(result.id),
+            step=step,
+            cut=cut,
+        )
+        stages.append(DerivedStage(stage, result.text if keep_content else None))
+
+    issued_calls = [c for m in exchange.output or () for c in m.calls if c.id]
+    issued: tuple[str, ...] | None = tuple(c.id for c in issued_calls if c.id)
+    if exchange.output is None and exchange.output_cut is None and not span.failed:
+        issued = None  # the span does not say what its response issued
+    usage = span.attributes.get(sc.GEN_AI_USAGE_INPUT_TOKENS)
+    if usage is None:
+        usage = span.attributes.get(sc.LLM_TOKEN_COUNT_PROMPT)
+    manifest = Manifest(
+        trace_id=span.trace_id,
+        request_id=span.span_id,
+        step=step,
+        tool_call_ids=_unique([r.id for r in results if r.id]),
+        tool_calls=_unique([c.id for c in calls if c.id]) if exchange.input is not None else None,
+        tokens=usage if type(usage) is int and 0 <= usage < 2**31 else None,
+        model=model,
+        agent_name=_agent(span),
+        observed_at=span.observed_at,
+        span_id=span.span_id,
+        source=source,
+        conversation=conversation_of(span, exchange),
+        sequence=span.started_us,
+        issued_calls=issued,
+        telemetry_cut=exchange.input_cut,
+    )
+    signatures = [
+        IssuedCall(
+            span.trace_id,
+            call.id,
+            span.span_id,
+            arguments_signature(call.name, call.arguments),
+            span.started_us * 1000 + index,
+        )
+        for index, call in enumerate(issued_calls)
+        if call.id
+    ]
+    return manifest, stages, signatures
+
+
+def tool_record(
+    span: SourceSpan, output: ToolOutput, keep_content: bool
+) -> DerivedStage | UnmatchedTool | None:
+    """The ``original`` stage a tool span gives (waiting for its call when it names
+    none); None when it recorded nothing to measure and says why not either."""
+    if output.text is None and output.cut is None:
+        return None
+    measured = measure_text(output.text or "")
+    stage = DerivedStage(
+        _measurement(
+            span,
+            measured,
+            call_id=output.call_id or "",
+            stage=sc.STAGE_ORIGINAL,
+            order=sc.BUILTIN_STAGE_ORDER[sc.STAGE_ORIGINAL],
+            source=output.source,
+            tool_name=output.name,
+            cut=output.cut,
+            inferred=output.call_id is None,
+        ),
+        output.text if keep_content else None,
+    )
+    if output.call_id is not None:
+        return stage
+    return UnmatchedTool(arguments_signature(output.name, output.arguments), span.started_us, stage)

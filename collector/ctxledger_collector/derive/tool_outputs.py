@@ -1,0 +1,121 @@
+"""A tool execution span's own output: GenAI ``execute_tool`` spans, OpenInference
+``TOOL`` spans and OpenLLMetry's (traceloop) tool spans."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+from ctxledger import semconv as sc
+from ctxledger.text import canonical_json
+from ctxledger_collector.derive import cuts
+from ctxledger_collector.derive.messages import as_text, parse_json
+from ctxledger_collector.derive.spans import SourceSpan
+
+
+@dataclass(frozen=True)
+class ToolOutput:
+    """What one tool span says: the call (when it names it), the arguments and the
+    result text (None when the span carries none)."""
+
+    call_id: str | None
+    name: str | None
+    arguments: Any
+    text: str | None
+    cut: str | None
+    source: str
+
+
+def arguments_signature(name: str | None, arguments: Any) -> int:
+    """A tool call's name and canonical arguments as a signed 64-bit number: equal for
+    the call an LLM response issued and the tool span that ran it, however each
+    serialized the arguments."""
+    if isinstance(arguments, str):
+        try:
+            arguments = parse_json(arguments)
+        except ValueError:
+            arguments = " ".join(arguments.split())
+    canonical = canonical_json(arguments) if not isinstance(arguments, str) else arguments
+    digest = hashlib.blake2b(f"{name or ''}\x1f{canonical}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _result(span: SourceSpan, key: str, arguments: Any) -> tuple[str | None, str | None]:
+    """The result text and, when the telemetry cut it, why."""
+    value = span.attributes.get(key)
+    if value is None:
+        return None, None if span.failed else cuts.no_content(key)
+    text = as_text(value)
+    if text == sc.OPENINFERENCE_REDACTED:
+        return None, cuts.redacted(key)
+    limits = set()
+    if isinstance(arguments, str) and arguments[:1] in "{[" and not cuts.ends_like_json(arguments):
+        limits.add(len(arguments))
+    if cuts.looks_cut(len(text), limits):
+        return text, cuts.at_limit(key, len(text))
+    return text, None
+
+
+def read_tool_output(span: SourceSpan) -> ToolOutput | None:
+    """The tool output a span records, or None when it is no tool span."""
+    attrs = span.attributes
+    if attrs.get(sc.TRACELOOP_SPAN_KIND) == sc.TRACELOOP_TOOL:
+        return _traceloop(span)
+    if attrs.get(sc.GEN_AI_OPERATION_NAME) == sc.GEN_AI_EXECUTE_TOOL:
+        arguments = attrs.get(sc.GEN_AI_TOOL_CALL_ARGUMENTS)
+        text, cut = _result(span, sc.GEN_AI_TOOL_CALL_RESULT, arguments)
+        return ToolOutput(
+            _str(attrs.get(sc.TOOL_CALL_ID)),
+            _str(attrs.get(sc.TOOL_NAME)),
+            arguments,
+            text,
+            cut,
+            sc.SOURCE_GENAI,
+        )
+    if attrs.get(sc.OPENINFERENCE_SPAN_KIND) == sc.OPENINFERENCE_TOOL:
+        arguments = attrs.get(sc.INPUT_VALUE)
+        text, cut = _result(span, sc.OUTPUT_VALUE, arguments)
+        return ToolOutput(
+            _str(attrs.get(sc.OPENINFERENCE_TOOL_ID)),
+            _str(attrs.get(sc.OPENINFERENCE_TOOL_NAME)),
+            arguments,
+            text,
+            cut,
+            sc.SOURCE_OPENINFERENCE,
+        )
+    return None
+
+
+def _traceloop(span: SourceSpan) -> ToolOutput:
+    """OpenLLMetry's decorator records ``{"args", "kwargs"}`` and the JSON of the return
+    value, sliced at the length limit (then the JSON no longer parses)."""
+    attrs = span.attributes
+    name = _str(attrs.get(sc.TOOL_NAME)) or _str(attrs.get(sc.TRACELOOP_ENTITY_NAME))
+    arguments: Any = None
+    try:
+        called = parse_json(attrs.get(sc.TRACELOOP_ENTITY_INPUT))
+        if isinstance(called, dict) and not called.get("args"):
+            arguments = called.get("kwargs")
+    except ValueError:
+        pass
+    raw = attrs.get(sc.TRACELOOP_ENTITY_OUTPUT)
+    if not isinstance(raw, str):
+        cut = None if span.failed else cuts.no_content(sc.TRACELOOP_ENTITY_OUTPUT)
+        return ToolOutput(None, name, arguments, None, cut, sc.SOURCE_OPENLLMETRY)
+    try:
+        value = parse_json(raw)
+    except ValueError:
+        return ToolOutput(
+            None,
+            name,
+            arguments,
+            raw,
+            cuts.invalid_json(sc.TRACELOOP_ENTITY_OUTPUT, len(raw)),
+            sc.SOURCE_OPENLLMETRY,
+        )
+    return ToolOutput(None, name, arguments, as_text(value), None, sc.SOURCE_OPENLLMETRY)
