@@ -53,9 +53,9 @@ from tests.collector.alert_receivers import (
     SlowReceiver,
 )
 from tests.collector.live_collector import LiveCollector, free_port
+from tests.collector.otlp_post import post_otlp
 
 ROOT = Path(__file__).resolve().parents[2]
-PROTOBUF = "application/x-protobuf"
 SECRET = "whsec_YWxlcnRzLXRlc3Qtc2lnbmluZy1rZXktMDAx"
 RULE = "lost-silently"
 
@@ -173,11 +173,7 @@ def sdk_exporting_to(url: str | None) -> Iterator[Callable[[], list[ReadableSpan
 
 def post_spans(http: httpx.Client, url: str, spans: Sequence[ReadableSpan]) -> None:
     """POST spans as one OTLP/protobuf body (what the OTLP exporter sends)."""
-    response = http.post(
-        f"{url}/v1/traces",
-        content=encode_spans(spans).SerializeToString(),
-        headers={"content-type": PROTOBUF},
-    )
+    response = post_otlp(http, url, encode_spans(spans).SerializeToString())
     assert response.status_code == 200, response.text
     answer = ExportTraceServiceResponse()
     answer.ParseFromString(response.content)

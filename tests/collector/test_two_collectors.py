@@ -39,6 +39,7 @@ from ctxledger_collector.settings import Settings
 from tests.collector.conftest import fresh_postgres_database
 from tests.collector.journey_counting import assert_counters_match_reports
 from tests.collector.live_collector import LiveCollector, free_port
+from tests.collector.otlp_post import post_otlp
 from tests.collector.test_queries import (
     CONTEXT_WINDOW,
     MODEL,
@@ -53,8 +54,6 @@ from tests.collector.test_queries import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-PROTOBUF = "application/x-protobuf"
-
 
 
 @pytest.fixture
@@ -115,7 +114,7 @@ def body(spans: Sequence[ReadableSpan]) -> bytes:
 
 def post(http: httpx.Client, url: str, content: bytes) -> int:
     """POST one OTLP body; returns the number of spans the collector rejected."""
-    response = http.post(f"{url}/v1/traces", content=content, headers={"content-type": PROTOBUF})
+    response = post_otlp(http, url, content)
     assert response.status_code == 200, response.text
     answer = ExportTraceServiceResponse()
     answer.ParseFromString(response.content)
