@@ -1,38 +1,33 @@
-"""What the example agents share: their flags, the provider stand-in they run against
-unless given a real base URL, and the one summary line each prints last."""
+"""What the framework examples share with the others (``ctxledger_cli.agents.common``):
+the command line (``--failure``, ``--remedy``, ``--provider-url``, ``--collector-url``,
+``--ledger``), the provider stand-in they start unless given a provider, and the summary
+each prints last."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
 import json
-import os
 from collections.abc import Iterator
 from typing import Any
 
 import ctxledger
 from ctxledger._runs import RunState
+from ctxledger_cli.agents.common import mode_of, parse_arguments
 
 
-def parse_flags(description: str, failure: str, remedy: str) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=description)
-    mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--failure", action="store_true", help=failure)
-    mode.add_argument("--remedy", action="store_true", help=remedy)
-    parser.add_argument(
-        "--base-url",
-        help="an OpenAI-compatible base URL (default: a provider stand-in started here)",
-    )
-    flags = parser.parse_args()
-    flags.mode = "failure" if flags.failure else "remedy" if flags.remedy else "plain"
+def parse_flags(description: str) -> argparse.Namespace:
+    flags = parse_arguments(description, None)
+    flags.mode = mode_of(flags)
     return flags
 
 
 @contextlib.contextmanager
-def provider(base_url: str | None, script: list[Any]) -> Iterator[str]:
-    """The OpenAI base URL to call: ``base_url``, or a stand-in answering ``script``."""
-    if base_url:
-        yield base_url
+def provider(provider_url: str | None, script: list[Any]) -> Iterator[str]:
+    """The OpenAI base URL to call: ``provider_url``'s, or a stand-in's answering
+    ``script``."""
+    if provider_url:
+        yield provider_url.rstrip("/") + "/v1"
         return
     from ctxledger_cli.provider import ProviderStandIn
 
@@ -40,25 +35,25 @@ def provider(base_url: str | None, script: list[Any]) -> Iterator[str]:
         yield stand_in.openai_base_url
 
 
-def configure(service_name: str) -> None:
-    """Export to the collector (``CTXLEDGER_ENDPOINT``, default 127.0.0.1:4318) and print
-    the local ledger's LOSS lines on stderr unless ``CTXLEDGER_LEDGER`` says otherwise."""
+def configure(service_name: str, flags: argparse.Namespace) -> None:
+    """Export to ``--collector-url`` if given; the local ledger prints LOSS lines."""
     ctxledger.configure(
-        service_name=service_name, ledger=os.environ.get("CTXLEDGER_LEDGER", "stderr")
+        service_name=service_name,
+        endpoint=flags.collector_url,
+        export=flags.collector_url is not None,
+        ledger=flags.ledger,
     )
-
-
-def trace_id(state: RunState) -> str:
-    return f"{state.parent.trace_id:032x}" if state.parent is not None else ""
 
 
 def summary(state: RunState, calls: list[str], outcome: str) -> dict[str, Any]:
     """What a run did: its trace, the tool calls it made, the model's last word."""
-    return {"trace_id": trace_id(state), "calls": calls, "outcome": outcome}
+    trace_id = f"{state.parent.trace_id:032x}" if state.parent is not None else ""
+    return {"trace_id": trace_id, "calls": calls, "outcome": outcome}
 
 
-def finish(run: dict[str, Any]) -> None:
+def finish(run: dict[str, Any]) -> int:
     """Print the outcome, flush the measurements, then print the line tests read."""
     print(run["outcome"])
-    ctxledger.flush(30)
+    delivered = ctxledger.flush(30)
     print(json.dumps(run, ensure_ascii=False))
+    return 0 if delivered else 1

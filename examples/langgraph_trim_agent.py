@@ -13,12 +13,15 @@ provider refuses the orphan with OpenAI's 400; ctxledger reports the small resul
 :func:`ctxledger.integrations.langchain.trim_keeping_pairs`: the large result's content
 becomes the emergency-trim placeholder, declared; every pair stays and the model answers.
 
-Runs against a local provider stand-in (no network, no keys) unless ``--base-url``.
+Runs against a provider stand-in started in this process (no network, no keys), or
+``--provider-url``; ``--collector-url http://127.0.0.1:4318`` sends the spans to a
+collector (``ctxledger up``).
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from typing import Annotated, Any, TypedDict
 
 import openai
@@ -110,15 +113,11 @@ def run_agent(mode: str, base_url: str | None = None) -> dict[str, Any]:
     return summary(run, [ORDERS_CALL, CUSTOMER_CALL], outcome)
 
 
-def main() -> None:
-    flags = parse_flags(
-        __doc__.splitlines()[0],
-        failure='trim the history with trim_messages(strategy="last") (orphans a result)',
-        remedy="trim with ctxledger's trim_keeping_pairs (declared, pairs kept)",
-    )
-    configure("langgraph-trim-agent")
-    finish(run_agent(flags.mode, flags.base_url))
+def main() -> int:
+    flags = parse_flags(__doc__.splitlines()[0])
+    configure("langgraph-trim-agent", flags)
+    return finish(run_agent(flags.mode, flags.provider_url))
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

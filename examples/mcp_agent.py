@@ -12,7 +12,9 @@ server returned it, reports ``silent``. ``--remedy`` keeps whole tickets within 
 tokens with :func:`ctxledger.remedies.clip_rows`, which says ``truncated``, ``kept`` and
 ``total`` in the JSON: ``declared``.
 
-Runs against a local provider stand-in (no network, no keys) unless ``--base-url``.
+Runs against a provider stand-in started in this process (no network, no keys), or
+``--provider-url``; ``--collector-url http://127.0.0.1:4318`` sends the spans to a
+collector (``ctxledger up``).
 """
 
 from __future__ import annotations
@@ -96,15 +98,11 @@ def run_agent(mode: str, base_url: str | None = None) -> dict[str, Any]:
     return summary(run, [TICKETS_CALL], outcome)
 
 
-def main() -> None:
-    flags = parse_flags(
-        __doc__.splitlines()[0],
-        failure="cut the MCP result to the client's output limit, mid-record (silent)",
-        remedy="keep whole rows within the limit, marked truncated (declared)",
-    )
-    configure("mcp-agent")
-    finish(run_agent(flags.mode, flags.base_url))
+def main() -> int:
+    flags = parse_flags(__doc__.splitlines()[0])
+    configure("mcp-agent", flags)
+    return finish(run_agent(flags.mode, flags.provider_url))
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -11,13 +11,15 @@ ctxledger reports ``silent``. ``--remedy`` clips with :func:`ctxledger.remedies.
 instead: head and tail kept, a marker saying what was left out and how to get it, so the
 loss is ``declared``. The tracing processor feeds ctxledger from the SDK's own spans.
 
-Runs against a local provider stand-in on the Responses API (no network, no keys)
-unless ``--base-url``.
+Runs against a provider stand-in on the Responses API, started in this process (no
+network, no keys), or ``--provider-url``; ``--collector-url http://127.0.0.1:4318`` sends
+the spans to a collector (``ctxledger up``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import sys
 from typing import Any
 
 import agents
@@ -92,15 +94,11 @@ def run_agent(mode: str, base_url: str | None = None) -> dict[str, Any]:
     return summary(run, [LOG_CALL], outcome)
 
 
-def main() -> None:
-    flags = parse_flags(
-        __doc__.splitlines()[0],
-        failure="cut each tool output to 500 chars without a word (silent)",
-        remedy="clip with a visible marker (declared)",
-    )
-    configure("openai-agents-agent")
-    finish(run_agent(flags.mode, flags.base_url))
+def main() -> int:
+    flags = parse_flags(__doc__.splitlines()[0])
+    configure("openai-agents-agent", flags)
+    return finish(run_agent(flags.mode, flags.provider_url))
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

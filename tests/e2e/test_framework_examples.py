@@ -59,11 +59,9 @@ def exporting_to(collector: LiveCollector) -> Iterator[None]:
 
 
 def run_command(name: str, flag: str, collector: LiveCollector, tmp: str) -> dict[str, Any]:
-    env = subprocess_env(
-        CTXLEDGER_ENDPOINT=collector.url, CTXLEDGER_SPOOL_DIR="off", CTXLEDGER_LEDGER="stderr"
-    )
+    env = subprocess_env(CTXLEDGER_SPOOL_DIR="off")
     done = subprocess.run(
-        [sys.executable, str(REPO_ROOT / "examples" / f"{name}.py"), flag],
+        [sys.executable, str(EXAMPLES / f"{name}.py"), flag, "--collector-url", collector.url],
         cwd=tmp, env=env, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-4000:]
