@@ -11,9 +11,11 @@ import subprocess
 import sys
 from collections.abc import Callable
 from typing import Any
+from uuid import uuid4
 
 import agents
 import openai
+import pytest
 from agents import Agent, ModelSettings, Runner, function_tool
 from agents.models.openai_chatcompletions import OpenAIChatCompletionsModel
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
@@ -210,3 +212,26 @@ def test_the_plain_sdk_imports_no_framework() -> None:
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
+
+
+class _BrokenSpan:
+    trace_id = "trace_broken"
+
+    @property
+    def span_data(self) -> Any:
+        raise RuntimeError("a span the processor cannot read")
+
+
+def test_the_integrations_never_raise_into_the_agent(
+    configure_sdk: Callable[..., Client], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    configure_sdk()
+    monkeypatch.setenv("CTXLEDGER_RAISE_ERRORS", "0")  # as outside pytest
+    not_messages: Any = [object()]
+    with ctxledger.run("broken-inputs"):
+        CtxledgerCallbackHandler().on_chat_model_start({}, [not_messages], run_id=uuid4())
+        CtxledgerTracingProcessor().on_span_end(_BrokenSpan())  # type: ignore[arg-type]
+        assert trim_keeping_pairs(not_messages, max_tokens=10) == not_messages
+    monkeypatch.setenv("CTXLEDGER_RAISE_ERRORS", "1")  # and the failures were real ones
+    with pytest.raises(Exception):  # noqa: B017
+        CtxledgerCallbackHandler().on_chat_model_start({}, [not_messages], run_id=uuid4())
