@@ -7,6 +7,7 @@ and import the collector, the dashboard and their dependencies only when they ru
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -17,6 +18,32 @@ from ctxledger_cli.server_extra import require_server_extra
 
 def handle_demo(args: argparse.Namespace) -> int:
     return run_demo(args.endpoint, args.ledger, everything=args.endpoint is not None or args.all)
+
+
+def handle_provider(args: argparse.Namespace) -> int:
+    from ctxledger_cli.provider import ProviderStandIn, load_script
+
+    try:
+        script = load_script(args.script) if args.script else []
+    except (OSError, ValueError, ImportError) as error:
+        print(f"ctxledger provider: cannot read the script: {error}", file=sys.stderr)
+        return 2
+    stand_in = ProviderStandIn(
+        args.host,
+        args.port,
+        script=script,
+        context_window=args.context_window,
+        silent_front_discard=args.silent_front_discard,
+        verbose=args.verbose,
+    )
+    print(
+        f"Provider stand-in on {stand_in.url} (openai base_url {stand_in.openai_base_url}, "
+        f"anthropic base_url {stand_in.anthropic_base_url}); Ctrl-C stops it.",
+        file=sys.stderr,
+    )
+    with contextlib.suppress(KeyboardInterrupt):
+        stand_in.serve_forever()
+    return 0
 
 
 def send_demo_incidents(collector_url: str) -> None:

@@ -10,6 +10,7 @@ from ctxledger_cli.commands import (
     handle_dashboard,
     handle_db_upgrade,
     handle_demo,
+    handle_provider,
     handle_serve,
     handle_up,
 )
@@ -115,6 +116,30 @@ def build_parser() -> argparse.ArgumentParser:
     upgrade.add_argument("--database-url", help="overrides CTXLEDGER_DATABASE_URL")
     upgrade.add_argument("--revision", default="head")
     upgrade.set_defaults(handler=handle_db_upgrade)
+
+    provider = commands.add_parser(
+        "provider",
+        help="run the LLM provider stand-in (OpenAI chat + Responses, Anthropic Messages)",
+        description="Serve a local stand-in for OpenAI and Anthropic: it counts tokens, "
+        "refuses over-long prompts and broken tool pairing with the providers' own errors, "
+        "and answers from a script. Point the openai client at http://HOST:PORT/v1 and the "
+        "anthropic client at http://HOST:PORT.",
+    )
+    provider.add_argument("--host", default="127.0.0.1")
+    provider.add_argument("--port", type=int, default=8765)
+    provider.add_argument(
+        "--context-window",
+        type=int,
+        help="prompt tokens allowed for every model (default: each model's own window)",
+    )
+    provider.add_argument(
+        "--silent-front-discard",
+        action="store_true",
+        help="drop the oldest messages of an over-long prompt and answer 200 (ollama#3839)",
+    )
+    provider.add_argument("--script", help="a JSON or YAML file of scripted answers")
+    provider.add_argument("--verbose", action="store_true", help="log every request")
+    provider.set_defaults(handler=handle_provider)
 
     alerts = commands.add_parser("alerts", help="alert rules")
     alerts_commands = alerts.add_subparsers(dest="alerts_command", required=True)

@@ -10,9 +10,9 @@ import pytest
 
 import ctxledger
 from ctxledger._client import Client
+from ctxledger_cli.provider import ProviderStandIn
 
 from .otlp_receiver import OTLPReceiver
-from .stand_in_llm import ChatCompletionsServer
 
 
 @pytest.fixture
@@ -22,8 +22,8 @@ def receiver() -> Iterator[OTLPReceiver]:
 
 
 @pytest.fixture
-def llm_server() -> Iterator[ChatCompletionsServer]:
-    with ChatCompletionsServer() as running:
+def llm_server() -> Iterator[ProviderStandIn]:
+    with ProviderStandIn() as running:
         yield running
 
 

@@ -16,10 +16,10 @@ import openai
 import ctxledger
 from ctxledger import semconv as sc
 from ctxledger._client import Client
+from ctxledger_cli.provider import ProviderStandIn
 
 from .helpers import count_tokens, manifest_spans, stage_spans
 from .otlp_receiver import OTLPReceiver
-from .stand_in_llm import ChatCompletionsServer
 
 MODEL = "gpt-4o"
 GPT_4O_ENCODING = "o200k_base" if importlib.util.find_spec("bpe_openai") else "cl100k_base"
@@ -53,7 +53,7 @@ MESSAGES: list[dict[str, Any]] = [
 
 
 def _assert_sent_is_what_the_server_received(
-    receiver: OTLPReceiver, llm_server: ChatCompletionsServer, request_id: str | None
+    receiver: OTLPReceiver, llm_server: ProviderStandIn, request_id: str | None
 ) -> None:
     (received,) = llm_server.requests
     assert received.path.endswith("/chat/completions")
@@ -96,7 +96,7 @@ def _assert_sent_is_what_the_server_received(
 def test_openai_sync_client_sent_stage_matches_received_bytes(
     configure_sdk: Callable[..., Client],
     receiver: OTLPReceiver,
-    llm_server: ChatCompletionsServer,
+    llm_server: ProviderStandIn,
 ) -> None:
     configure_sdk()
     http_client = httpx2.Client(event_hooks=ctxledger.httpx_event_hooks())
@@ -117,7 +117,7 @@ def test_openai_sync_client_sent_stage_matches_received_bytes(
 def test_openai_async_client_sent_stage_matches_received_bytes(
     configure_sdk: Callable[..., Client],
     receiver: OTLPReceiver,
-    llm_server: ChatCompletionsServer,
+    llm_server: ProviderStandIn,
 ) -> None:
     configure_sdk()
 

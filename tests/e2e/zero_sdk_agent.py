@@ -30,7 +30,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-from tests.e2e.stand_in_llm import ChatCompletionsServer, ToolCall
+from ctxledger_cli.provider import ProviderStandIn, ToolCall
 
 MODEL = "gpt-4o"
 TOOLS = [
@@ -159,7 +159,7 @@ LOG = log_text()
 
 
 def search(call_id: str) -> list[ToolCall]:
-    return [ToolCall(call_id, "search_orders", {"query": "refunds"})]
+    return [ToolCall("search_orders", {"query": "refunds"}, id=call_id)]
 
 
 def simple_case(
@@ -167,9 +167,9 @@ def simple_case(
     output: str = ORDERS,
     with_id: bool = True,
     tool: str = "search_orders",
-) -> Callable[[Agent, ChatCompletionsServer, str], list[str]]:
-    def case(agent: Agent, llm: ChatCompletionsServer, name: str) -> list[str]:
-        llm.script([ToolCall(f"call_{name}", tool, {"query": "refunds"})], "done")
+) -> Callable[[Agent, ProviderStandIn, str], list[str]]:
+    def case(agent: Agent, llm: ProviderStandIn, name: str) -> list[str]:
+        llm.script([ToolCall(tool, {"query": "refunds"}, id=f"call_{name}")], "done")
         messages = opening(f"case {name}: which orders were refunded?")
         issued = agent.turn(messages, {tool: output}, reduce, with_id)
         agent.ask(messages)
@@ -178,7 +178,7 @@ def simple_case(
     return case
 
 
-def orphan(agent: Agent, llm: ChatCompletionsServer, name: str) -> list[str]:
+def orphan(agent: Agent, llm: ProviderStandIn, name: str) -> list[str]:
     """The history builder loses the tool message: the provider refuses the request."""
     llm.script(search(f"call_{name}"))
     messages = opening(f"case {name}: which orders were refunded?")
@@ -188,7 +188,7 @@ def orphan(agent: Agent, llm: ChatCompletionsServer, name: str) -> list[str]:
     return issued
 
 
-def drop(agent: Agent, llm: ChatCompletionsServer, name: str) -> list[str]:
+def drop(agent: Agent, llm: ProviderStandIn, name: str) -> list[str]:
     """The history is rebuilt without the call and its result (a summary instead)."""
     llm.script(search(f"call_{name}"), "done")
     messages = opening(f"case {name}: which orders were refunded?")
@@ -199,9 +199,11 @@ def drop(agent: Agent, llm: ChatCompletionsServer, name: str) -> list[str]:
     return issued
 
 
-def two_agents(agent: Agent, llm: ChatCompletionsServer, name: str) -> list[str]:
+def two_agents(agent: Agent, llm: ProviderStandIn, name: str) -> list[str]:
     """Two conversations in one trace, interleaved: neither may drop the other's result."""
-    llm.script(search(f"call_{name}_a"), [ToolCall(f"call_{name}_b", "read_log", {"query": "x"})])
+    llm.script(
+        search(f"call_{name}_a"), [ToolCall("read_log", {"query": "x"}, id=f"call_{name}_b")]
+    )
     llm.script("done", "done")
     planner = opening(f"case {name}: plan", system="You plan.")
     writer = opening(f"case {name}: write", system="You write.")
@@ -212,7 +214,7 @@ def two_agents(agent: Agent, llm: ChatCompletionsServer, name: str) -> list[str]
     return issued
 
 
-CASES: dict[str, Callable[[Agent, ChatCompletionsServer, str], list[str]]] = {
+CASES: dict[str, Callable[[Agent, ProviderStandIn, str], list[str]]] = {
     "row_cut": simple_case(keep_rows(15)),
     "char_cut": simple_case(keep_chars(2_000), LOG, tool="read_log"),
     "reserialized": simple_case(compact, PRETTY_ESCAPED),
@@ -254,7 +256,7 @@ def main(instrumentation: str, cases: list[str], endpoints: list[str]) -> None:
     instrument(instrumentation, provider)
     tracer = trace.get_tracer("zero-sdk-agent", tracer_provider=provider)
     found: dict[str, dict[str, Any]] = {}
-    with ChatCompletionsServer() as llm:
+    with ProviderStandIn() as llm:
         agent = Agent(
             openai.OpenAI(base_url=llm.base_url, api_key="test"),
             ToolSpans(instrumentation, provider),

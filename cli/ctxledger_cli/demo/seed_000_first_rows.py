@@ -56,10 +56,15 @@ def _order(i: int) -> dict[str, Any]:
     }
 
 
+def order_records(count: int = ORDER_ROWS) -> list[dict[str, Any]]:
+    """Seed 000's order records: eight fields each, ten key facts, five error rows."""
+    return [_order(i) for i in range(count)]
+
+
 @ctxledger.tool(serialize=None)
 def query_orders(days: int) -> dict[str, Any]:
     """Seed 000's order query: 200 records of eight fields (``original`` only)."""
-    return {"tool": "order.query", "items": [_order(i) for i in range(ORDER_ROWS)]}
+    return {"tool": "order.query", "items": order_records()}
 
 
 def serialize_first_rows(result: dict[str, Any], call_id: str) -> str:

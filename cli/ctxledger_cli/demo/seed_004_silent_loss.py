@@ -46,10 +46,15 @@ def _snippet(i: int) -> dict[str, Any]:
     }
 
 
+def knowledge_snippets(count: int = 50) -> list[dict[str, Any]]:
+    """Seed 004's retrieved snippets, best first."""
+    return [_snippet(i) for i in range(count)]
+
+
 @ctxledger.tool
 def search_knowledge(query: str) -> dict[str, Any]:
     """The retrieval tool: 50 snippets, every one of them present at the source."""
-    return {"query": query, "results": [_snippet(i) for i in range(50)]}
+    return {"query": query, "results": knowledge_snippets()}
 
 
 @ctxledger.tool

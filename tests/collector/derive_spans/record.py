@@ -19,8 +19,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from ctxledger_cli.provider import ProviderStandIn
 from tests.e2e import zero_sdk_agent as agent_module
-from tests.e2e.stand_in_llm import ChatCompletionsServer
 
 
 def _event(attributes: object) -> dict[str, object]:
@@ -36,7 +36,7 @@ def main(instrumentation: str) -> None:
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     agent_module.instrument(instrumentation, provider)
     tracer = provider.get_tracer("recorder")
-    with ChatCompletionsServer() as llm:
+    with ProviderStandIn() as llm:
         client = openai.OpenAI(base_url=llm.base_url, api_key="test")
         agent = agent_module.Agent(
             client, agent_module.ToolSpans(instrumentation, provider), tracer

@@ -1,0 +1,123 @@
+"""An order-query agent on the ``openai`` client (seed 000's data).
+
+The loop: ask, run each tool the model calls, put the result in the history, ask again.
+``failure`` cuts each tool result to its first 2,000 characters (``text[:2000]``, the
+seed's bug: broken JSON, nothing said); ``remedy`` cuts to the same budget with
+:func:`ctxledger.remedies.clip_rows` (whole rows, a marker for the model, declared to the
+SDK). Instrumentation is the documented few lines: ``configure`` (in :mod:`.common`),
+``run``, ``@ctxledger.tool``, ``measure_messages`` and the httpx hook.
+
+    python examples/openai_orders_agent.py --failure [--collector-url http://127.0.0.1:4318]
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import openai
+
+import ctxledger
+from ctxledger.remedies import clip_rows
+from ctxledger_cli.agents.common import AgentRun, Mode, example_main, new_call_id
+from ctxledger_cli.agents.common import run_with_provider as _run_with_provider
+from ctxledger_cli.demo.seed_000_first_rows import order_records
+from ctxledger_cli.provider import Step, ToolCall
+
+MODEL = "gpt-4o"
+AGENT_NAME = "orders-agent"
+CUT_CHARS = 2_000
+MAX_STEPS = 6
+SYSTEM = "你是订单分析助手，只依据工具返回的订单数据回答。"
+QUESTION = "近 30 天有哪些异常订单？请列出所有带 KEY 标记的关键事实。"
+TOOLS: list[dict[str, Any]] = [
+    {
+        "type": "function",
+        "function": {
+            "name": "query_orders",
+            "description": "The orders of the last `days` days.",
+            "parameters": {
+                "type": "object",
+                "properties": {"days": {"type": "integer"}},
+                "required": ["days"],
+            },
+        },
+    }
+]
+
+
+@ctxledger.tool  # `original` (the records) and `serialized` (their JSON text)
+def query_orders(days: int) -> dict[str, Any]:
+    return {"tool": "order.query", "days": days, "items": order_records()}
+
+
+def reduce_result(text: str, call_id: str, mode: Mode) -> str:
+    """What of the tool's text goes into the history."""
+    if mode == "failure":
+        return text[:CUT_CHARS]  # the seed's bug: cut mid-record, nothing said
+    if mode == "remedy":
+        clipped = clip_rows(text, budget=CUT_CHARS)
+        ctxledger.measure(
+            "clipped",  # a custom stage between `serialized` and `assembled`
+            clipped.text,
+            tool_call_id=call_id,
+            tool_name="query_orders",
+            order=25,
+            **clipped.declaration(),
+        )
+        return clipped.text
+    return text
+
+
+def run_orders_agent(provider_url: str, mode: Mode = "plain", model: str = MODEL) -> AgentRun:
+    """One run of the agent against the provider at ``provider_url`` (no ``/v1``)."""
+    client = openai.OpenAI(
+        base_url=f"{provider_url}/v1",
+        api_key="stand-in",
+        max_retries=0,
+        http_client=openai.DefaultHttpxClient(event_hooks=ctxledger.httpx_event_hooks()),
+    )
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": QUESTION},
+    ]
+    call_ids: list[str] = []
+    try:
+        with ctxledger.run(AGENT_NAME):
+            for step in range(1, MAX_STEPS + 1):
+                ctxledger.measure_messages(messages, model=model)  # `assembled`
+                completion = client.chat.completions.create(
+                    model=model,
+                    messages=messages,  # type: ignore[arg-type]
+                    tools=TOOLS,  # type: ignore[arg-type]
+                )
+                message = completion.choices[0].message
+                messages.append(
+                    message.model_dump(exclude_none=True, include={"role", "content", "tool_calls"})
+                )
+                if not message.tool_calls:
+                    return AgentRun(message.content or "", tuple(call_ids), step)
+                for call in message.tool_calls:
+                    arguments = json.loads(call.function.arguments or "{}")  # type: ignore[union-attr]
+                    text = query_orders(int(arguments.get("days", 30)), tool_call_id=call.id)
+                    content = reduce_result(text, call.id, mode)
+                    messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
+                    call_ids.append(call.id)
+    finally:
+        client.close()
+    return AgentRun("(no answer)", tuple(call_ids), MAX_STEPS)
+
+
+def script(call_id: str | None = None) -> list[Step]:
+    """What the stand-in answers this agent: one order query, then the answer."""
+    call = ToolCall("query_orders", {"days": 30}, id=call_id or new_call_id("call_orders"))
+    return [Step(tool_calls=(call,)), Step(text="近 30 天有 5 笔异常订单，关键事实见上。")]
+
+
+def run_with_provider(provider_url: str | None, mode: Mode) -> AgentRun:
+    return _run_with_provider(provider_url, script, lambda url: run_orders_agent(url, mode))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return example_main(AGENT_NAME, __doc__ or "", argv, run_with_provider)
