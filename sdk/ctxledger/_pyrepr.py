@@ -364,6 +364,8 @@ def read_python(text: str) -> tuple[Any, bool]:
         if cut.partial is None:
             raise NotPython("cut before any data") from None
         return cut.partial, False
-    except RecursionError:
-        raise NotPython("too deep") from None
+    except NotPython:
+        raise
+    except (ValueError, OverflowError, RecursionError) as error:  # e.g. \U escapes past U+10FFFF
+        raise NotPython(f"not readable: {type(error).__name__}") from None
     return value, reader.peek()[0] == "end" and not reader.ends_open

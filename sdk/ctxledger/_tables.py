@@ -86,14 +86,15 @@ def read_csv_table(text: str) -> Table | None:
     if delimiter not in first_line:
         return None
     try:
+        first = next(csv.reader([first_line], delimiter=delimiter))
+        if not _header_ok([name.strip() for name in first]):  # before reading all of it
+            return None
         parsed = [row for row in csv.reader(io.StringIO(text), delimiter=delimiter) if row]
-    except csv.Error:
+    except (csv.Error, StopIteration):
         return None
     if len(parsed) < 2:
         return None
     header = [name.strip() for name in parsed[0]]
-    if not _header_ok(header):
-        return None
     body = parsed[1:]
     whole = True
     if len(body[-1]) < len(header):

@@ -326,3 +326,9 @@ def test_on_the_wire_an_unknown_count_and_a_whole_python_literal_leave_attribute
     assert (cut[sc.CONTENT_FORMAT], cut[sc.JSON_VALID]) == (sc.FORMAT_JSON_CUT, False)
     attrs = {**unparsed, sc.STAGE: "assembled", sc.TOOL_CALL_ID: "c", sc.REQUEST_ID: "r"}
     assert measurement_from_attributes(attrs, trace_id="t" * 32).items is None
+
+
+def test_escapes_past_the_last_code_point_and_huge_numbers_do_not_raise():
+    assert measure_text("['\\U00110000', {'id': 1}]").format == sc.FORMAT_UNPARSED
+    m = measure_text("[{'id': 1, 'n': " + "9" * 5000 + "}]")
+    assert (m.format, m.items) == (sc.FORMAT_PYTHON, 1)
