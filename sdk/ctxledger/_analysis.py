@@ -9,10 +9,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ctxledger import semconv as sc
 from ctxledger._encodings import DEFAULT_ENCODING
-from ctxledger._items import DEFAULT_ID_FIELDS, DEFAULT_ITEM_KEYS, item_id, view_items
+from ctxledger._formats import Reading, read_text
+from ctxledger._items import DEFAULT_ID_FIELDS, DEFAULT_ITEM_KEYS, find_item_list, item_id
 from ctxledger._lru import LruCache
 from ctxledger._markers import MarkerScanner
+from ctxledger._serialize import plain_value
 from ctxledger._tokens import TokenCount, TokenCounter
 
 MustKeep = Callable[[Any], bool]
@@ -40,6 +43,21 @@ class TextMeasurement:
     markers_found: tuple[str, ...]
     requested_encoding: str = DEFAULT_ENCODING
     """The encoding asked for; ``tokenizer`` is the one that counted."""
+    format: str = sc.FORMAT_TEXT
+    """How the text carries its data (``semconv.FORMAT_*``)."""
+    cut: bool = False
+    """The text ends inside its data (JSON, a Python literal, JSON Lines or CSV cut)."""
+
+    @property
+    def json_valid_attribute(self) -> bool | None:
+        """``ctxledger.json.valid`` as the SDK sends it: true for JSON; false for data
+        that was cut and for plain text; left out (None) for data read whole in another
+        format, or not recognised, whose text is not known to be broken."""
+        if self.json_valid:
+            return True
+        if self.cut or self.format == sc.FORMAT_TEXT:
+            return False
+        return None
 
 
 @dataclass(frozen=True)
@@ -66,6 +84,18 @@ def canonical_json(parsed: Any) -> str:
     """The contract's canonical form: sorted keys, no insignificant whitespace, no ASCII
     escaping."""
     return _CANONICAL_ENCODER.encode(parsed)
+
+
+# Data read from a Python literal, YAML or a table may hold values JSON has no type for
+# (dates, decimals, sets): they are written as the SDK's JSON serialization writes them.
+_CANONICAL_DATA_ENCODER = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=plain_value
+)
+
+
+def canonical_data(value: Any) -> str:
+    """The canonical form of data read from a text that is not JSON."""
+    return _CANONICAL_DATA_ENCODER.encode(value)
 
 
 def canonical_text(text: str) -> str:
@@ -176,30 +206,36 @@ class TextAnalyzer:
             try:
                 parsed = json.loads(text)
                 json_valid = True
-            except ValueError:
+            except (ValueError, RecursionError):  # RecursionError: nested too deep
                 pass
-        canonical = canonical_json(parsed) if json_valid else canonical_text(text)
+        if json_valid:
+            reading = Reading(sc.FORMAT_JSON, find_item_list(parsed, opts.item_keys), True, parsed)
+            canonical = canonical_json(parsed)
+        else:
+            reading = read_text(text, opts.item_keys)
+            canonical = self._canonical(text, reading)
+            parsed = reading.value
 
-        view = view_items(text, parsed, json_valid, opts.item_keys)
-        items = None if view.kind == "none" else len(view.items)
+        records = reading.records
+        items = None if records is None else len(records)
         item_ids: tuple[str, ...] | None = None
         ids_complete = True
         fields: tuple[str, ...] | None = None
         fields_complete = True
-        if view.kind in ("json", "recovered"):
-            ids = [i for i in (item_id(it, opts.id_fields) for it in view.items) if i is not None]
+        if reading.data and records is not None:
+            ids = [i for i in (item_id(it, opts.id_fields) for it in records) if i is not None]
             if ids:
                 item_ids, ids_complete = _capped_ids(ids, opts.max_item_ids, opts.max_ids_chars)
-            names = sorted({k for it in view.items if isinstance(it, dict) for k in it})
+            names = sorted({k for it in records if isinstance(it, dict) for k in it})
             if names:
                 fields_complete = len(names) <= opts.max_fields
                 fields = tuple(names[: opts.max_fields])
         priority = None
-        if opts.must_keep is not None and view.kind != "none":
-            priority = sum(1 for it in view.items if _safe_predicate(opts.must_keep, it))
+        if opts.must_keep is not None and records is not None:
+            priority = sum(1 for it in records if _safe_predicate(opts.must_keep, it))
 
         markers = opts.markers.find(text, encoded)
-        if json_valid and isinstance(parsed, dict) and parsed.get("truncated") is True:
+        if isinstance(parsed, dict) and parsed.get("truncated") is True:
             markers = tuple(sorted({*markers, "json_truncated_flag"}))
         return TextMeasurement(
             chars=len(text),
@@ -221,7 +257,18 @@ class TextAnalyzer:
             priority_items=priority,
             markers_found=markers,
             requested_encoding=encoding,
+            format=reading.format,
+            cut=reading.cut,
         )
+
+    @staticmethod
+    def _canonical(text: str, reading: Reading) -> str:
+        if reading.value is not None:
+            try:
+                return canonical_data(reading.value)
+            except (TypeError, ValueError):  # e.g. a float too large for JSON's number
+                pass
+        return canonical_text(text)
 
 
 def _safe_predicate(predicate: MustKeep, item: Any) -> bool:

@@ -1,13 +1,11 @@
-"""Find the records in a tool result: the JSON array, the list under a known key, the
-complete records left in JSON that was cut, or the lines of plain text."""
+"""Find the records in parsed data: the array itself, the list under a known key, or the
+complete records left in JSON that was cut."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 DEFAULT_ITEM_KEYS: tuple[str, ...] = (
@@ -26,16 +24,6 @@ DEFAULT_ID_FIELDS: tuple[str, ...] = ("id", "_id", "uuid", "doc_id", "record_id"
 
 # A JSON string (with escapes) or one structural character.
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\],]')
-# How JSON (possibly cut) begins; "[INFO] ..." log lines do not.
-_JSON_START = re.compile(r'\s*(?:\{\s*(?:"|\})|\[\s*(?:[\[{"\]\d-]|true|false|null))')
-
-
-@dataclass(frozen=True)
-class ItemView:
-    """The records found in one text. ``kind`` says how they were found."""
-
-    kind: str  # "json", "recovered" (complete records of cut JSON), "lines" or "none"
-    items: Sequence[Any]
 
 
 def find_item_list(parsed: Any, keys: Sequence[str]) -> list[Any] | None:
@@ -88,7 +76,8 @@ def _array_start(text: str, keys: Sequence[str]) -> int | None:
 
 def recover_items(text: str, keys: Sequence[str]) -> list[Any] | None:
     """The complete records of a JSON text that no longer parses (e.g. cut at a char
-    budget). None when no record array can be located."""
+    budget). None when no record array can be located, or a complete record in it is
+    not JSON."""
     start = _array_start(text, keys)
     if start is None:
         return None
@@ -106,19 +95,9 @@ def recover_items(text: str, keys: Sequence[str]) -> list[Any] | None:
                 break
             depth -= 1
             if depth == 0 and element_start is not None:
-                with contextlib.suppress(ValueError):
+                try:
                     items.append(json.loads(text[element_start : token.end()]))
+                except (ValueError, RecursionError):  # not JSON (Python's str(), say)
+                    return None
                 element_start = None
     return items
-
-
-def view_items(text: str, parsed: Any, json_valid: bool, keys: Sequence[str]) -> ItemView:
-    """The records of a measured text, however it is shaped."""
-    if json_valid:
-        found = find_item_list(parsed, keys)
-        return ItemView("json", found) if found is not None else ItemView("none", ())
-    if _JSON_START.match(text):
-        recovered = recover_items(text, keys)
-        if recovered is not None:
-            return ItemView("recovered", recovered)
-    return ItemView("lines", text.splitlines())

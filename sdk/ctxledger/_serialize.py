@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 
-def _plain(value: Any) -> Any:
+def plain_value(value: Any) -> Any:
     """A JSON-compatible stand-in for values json cannot encode by itself."""
     model_dump = getattr(value, "model_dump", None)
     if callable(model_dump):  # pydantic v2
@@ -33,7 +33,9 @@ def to_text(value: Any) -> str:
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value).decode("utf-8", errors="replace")
     return json.dumps(
-        _plain(value) if _needs_plain(value) else value, ensure_ascii=False, default=_plain
+        plain_value(value) if _needs_plain(value) else value,
+        ensure_ascii=False,
+        default=plain_value,
     )
 
 

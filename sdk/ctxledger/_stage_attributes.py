@@ -20,7 +20,7 @@ def measurement_attributes(measured: TextMeasurement) -> dict[str, AttributeValu
         sc.SIZE_CHARS: measured.chars,
         sc.SIZE_BYTES: measured.bytes,
         sc.CONTENT_SHA256: measured.sha256,
-        sc.JSON_VALID: measured.json_valid,
+        sc.CONTENT_FORMAT: measured.format,
     }
     optional: dict[str, AttributeValue | None] = {
         sc.SIZE_TOKENS: measured.tokens,
@@ -29,6 +29,7 @@ def measurement_attributes(measured: TextMeasurement) -> dict[str, AttributeValu
         sc.ITEMS_PRIORITY: measured.priority_items,
         sc.CONTENT_CANONICAL_SHA256: measured.canonical_sha256,
         sc.SIZE_CANONICAL_CHARS: measured.canonical_chars,
+        sc.JSON_VALID: measured.json_valid_attribute,
     }
     attrs.update({k: v for k, v in optional.items() if v is not None})
     if measured.tokens_estimated:

@@ -120,7 +120,7 @@ def _measurement(
         priority_items=measured.priority_items,
         sha256=measured.sha256,
         canonical_sha256=measured.canonical_sha256,
-        json_valid=measured.json_valid,
+        json_valid=measured.json_valid_attribute,
         marker=bool(measured.markers_found),
         markers_found=measured.markers_found,
         observed_at=span.observed_at,
