@@ -1,6 +1,7 @@
 """`pip install ctxledger` is the SDK only: no server dependency installed or imported.
-It counts gpt-4o's o200k_base tokens offline. The `ctxledger` command still runs its demo
-there, and names the extra a server command needs."""
+It counts gpt-4o's o200k_base tokens offline. The `ctxledger` command names the extra a
+server command needs, and the one `ctxledger demo` needs (its agents run on the `openai`
+and `anthropic` clients); the wheel ships the demo's agents and the provider stand-in."""
 
 from __future__ import annotations
 
@@ -19,10 +20,20 @@ else:  # the [server] extra brings tomli there
     import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
-SERVER_ONLY = ("fastapi", "sqlmodel", "streamlit", "uvicorn", "alembic", "sqlalchemy")
+SERVER_ONLY = (
+    "fastapi",
+    "sqlmodel",
+    "streamlit",
+    "uvicorn",
+    "alembic",
+    "sqlalchemy",
+    "openai",
+    "anthropic",
+)
 
 
 SERVER_COMMANDS = (
+    ("demo",),
     ("serve",),
     ("up",),
     ("dashboard",),
@@ -118,11 +129,13 @@ def test_plain_install_is_the_sdk_only(tmp_path: Path) -> None:
     version = _run(command, "--version")
     assert version.startswith("ctxledger ")
 
-    # The local ledger needs no server: seed 004's silent loss, on stderr.
-    demo = _completed(command, "demo")
-    assert demo.returncode == 0, demo.stdout + demo.stderr
-    assert "LOSS silent: search_knowledge[call_search_1]" in demo.stderr
-    assert "2 loss(es) found by the local ledger:" in demo.stderr
+    # The demo's real agents and the provider stand-in ship in the wheel.
+    shipped = (
+        "import importlib.util as u; print([u.find_spec(m) is not None for m in "
+        "('ctxledger_cli.agents.openai_orders', 'ctxledger_cli.agents.anthropic_kb', "
+        "'ctxledger_cli.provider.server', 'ctxledger_cli.demo.real_agents')])"
+    )
+    assert _run(python, "-c", shipped).strip() == "[True, True, True, True]"
 
     for server_command in SERVER_COMMANDS:
         refused = _completed(command, *server_command)

@@ -33,9 +33,11 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     demo = commands.add_parser(
         "demo",
-        help="run scripted agents that reproduce the seeds' incidents (no LLM needed)",
-        description="Run scripted agents (no LLM, no network) and print the data ledger; "
-        "with --endpoint, send every incident to a collector and print its verdicts.",
+        help="run agents that reproduce the seeds' incidents (no LLM, no network, no keys)",
+        description="Run the seeds' incidents — real agent loops on the openai and anthropic "
+        "clients against the built-in provider stand-in, and scripted loops — and print the "
+        "data ledger; with --endpoint, send every incident to a collector and print its "
+        "verdicts. Needs the server extra (the clients).",
     )
     demo.add_argument(
         "--endpoint",

@@ -1,5 +1,7 @@
 """``ctxledger demo --endpoint URL`` as a user runs it: a separate process that exports
-to a real OTLP receiver and prints the seed-004 loss on stderr."""
+to a real OTLP receiver and prints the seed-004 loss on stderr. Seeds 004 and 000 are real
+agent loops on the ``anthropic`` and ``openai`` clients against the in-process provider
+stand-in: their ``sent`` stages and manifests come from the clients' httpx hooks."""
 
 from __future__ import annotations
 
@@ -46,7 +48,21 @@ def test_demo_exports_spans_and_reports_the_silent_loss(receiver: OTLPReceiver) 
     assert items[sc.STAGE_ORIGINAL] == items[sc.STAGE_SERIALIZED] == [50]
     assert items[sc.STAGE_ASSEMBLED] and set(items[sc.STAGE_ASSEMBLED]) == {20}
     assert items[sc.STAGE_SENT] and set(items[sc.STAGE_SENT]) == {20}
-    # One trace per scripted incident (seed 004 plus the others).
+    # The real clients' requests: each manifest names the model its client sent.
+    models = {
+        s.attributes.get(sc.REQUEST_MODEL)
+        for s in spans
+        if sc.REQUEST_MODEL in s.attributes and s.attributes.get(sc.REQUEST_TOOL_CALL_IDS)
+    }
+    assert {"claude-sonnet-4-5", "gpt-4o"} <= models
+    orders_sent = [
+        s.attributes
+        for s in spans
+        if s.attributes.get(sc.TOOL_CALL_ID) == "call_orders_000"
+        and s.attributes.get(sc.STAGE) == sc.STAGE_SENT
+    ]
+    assert [a[sc.SIZE_ITEMS] for a in orders_sent] == [20]
+    # One trace per incident (seed 004 plus the others).
     from ctxledger_cli.demo import INCIDENTS
 
     assert len({s.trace_id for s in spans}) == len(INCIDENTS)

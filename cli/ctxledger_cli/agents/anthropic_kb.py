@@ -22,7 +22,13 @@ import anthropic
 
 import ctxledger
 from ctxledger.remedies import clip_rows
-from ctxledger_cli.agents.common import AgentRun, Mode, example_main, new_call_id
+from ctxledger_cli.agents.common import (
+    AgentRun,
+    Mode,
+    example_main,
+    new_call_id,
+    shared_ssl_context,
+)
 from ctxledger_cli.agents.common import run_with_provider as _run_with_provider
 from ctxledger_cli.demo.seed_004_silent_loss import (
     HISTORY,
@@ -45,13 +51,33 @@ TOOLS: list[dict[str, Any]] = [
             "properties": {"query": {"type": "string"}},
             "required": ["query"],
         },
-    }
+    },
+    {
+        "name": "lookup_order",
+        "description": "One order by id.",
+        "input_schema": {
+            "type": "object",
+            "properties": {"order_id": {"type": "string"}},
+            "required": ["order_id"],
+        },
+    },
 ]
 
 
 @ctxledger.tool  # `original` (the snippets) and `serialized` (their JSON text)
 def search_knowledge(query: str) -> dict[str, Any]:
     return {"query": query, "results": knowledge_snippets()}
+
+
+@ctxledger.tool
+def lookup_order(order_id: str) -> dict[str, Any]:
+    return {"id": order_id, "status": "refunding", "amount": 1299.0, "buyer": "张三"}
+
+
+def run_tool(name: str, arguments: dict[str, Any], call_id: str) -> str:
+    if name == "lookup_order":
+        return str(lookup_order(str(arguments.get("order_id")), tool_call_id=call_id))
+    return str(search_knowledge(str(arguments.get("query", QUESTION)), tool_call_id=call_id))
 
 
 def _text_chars(content: Any) -> int:
@@ -65,6 +91,9 @@ def _fit_result(block: dict[str, Any], used: int, mode: Mode) -> tuple[dict[str,
     content = block.get("content")
     if not isinstance(content, str):
         return block, 0
+    data = json.loads(content)
+    if mode == "plain" or not isinstance(data, dict) or not isinstance(data.get("results"), list):
+        return block, len(content)  # the manager trims retrieved snippets only
     if mode == "remedy":
         clipped = clip_rows(content, budget=max(MAX_CONTEXT_CHARS - used, 0))
         ctxledger.measure(
@@ -76,9 +105,6 @@ def _fit_result(block: dict[str, Any], used: int, mode: Mode) -> tuple[dict[str,
             **clipped.declaration(),
         )
         return {**block, "content": clipped.text}, len(clipped.text)
-    data = json.loads(content)
-    if mode != "failure" or not isinstance(data.get("results"), list):
-        return block, len(content)
     kept, total = [], used
     for row in data["results"]:  # seed 004's manager: break out at the first misfit
         total += len(json.dumps(row, ensure_ascii=False))
@@ -115,7 +141,9 @@ def run_kb_agent(provider_url: str, mode: Mode = "plain", model: str = MODEL) ->
         base_url=provider_url,
         api_key="stand-in",
         max_retries=0,
-        http_client=anthropic.DefaultHttpxClient(event_hooks=ctxledger.httpx_event_hooks()),
+        http_client=anthropic.DefaultHttpxClient(
+            event_hooks=ctxledger.httpx_event_hooks(), verify=shared_ssl_context()
+        ),
     )
     messages: list[dict[str, Any]] = [
         *({"role": m["role"], "content": m["content"]} for m in HISTORY),
@@ -145,8 +173,7 @@ def run_kb_agent(provider_url: str, mode: Mode = "plain", model: str = MODEL) ->
                     return AgentRun(answer, tuple(call_ids), step)
                 results = []
                 for use in uses:
-                    query = str(dict(use.input).get("query", QUESTION))
-                    text = search_knowledge(query, tool_call_id=use.id)
+                    text = run_tool(use.name, dict(use.input), use.id)
                     results.append({"type": "tool_result", "tool_use_id": use.id, "content": text})
                     call_ids.append(use.id)
                 messages.append({"role": "user", "content": results})
@@ -155,10 +182,20 @@ def run_kb_agent(provider_url: str, mode: Mode = "plain", model: str = MODEL) ->
     return AgentRun("(no answer)", tuple(call_ids), MAX_STEPS)
 
 
-def script(call_id: str | None = None) -> list[Step]:
-    """What the stand-in answers this agent: one search, then the answer."""
-    call = ToolCall("search_knowledge", {"query": QUESTION}, id=call_id or new_call_id("toolu_kb"))
-    return [Step(tool_calls=(call,)), Step(text="金额超过阈值或订单处于 refunding 时需人工审核。")]
+def script(call_id: str | None = None, lookup_id: str | None = None) -> list[Step]:
+    """What the stand-in answers this agent: a search, an order lookup (the search result
+    travels again in that request), then the answer."""
+    search = ToolCall(
+        "search_knowledge", {"query": QUESTION}, id=call_id or new_call_id("toolu_kb")
+    )
+    lookup = ToolCall(
+        "lookup_order", {"order_id": "A-1001"}, id=lookup_id or new_call_id("toolu_kb")
+    )
+    return [
+        Step(tool_calls=(search,)),
+        Step(tool_calls=(lookup,)),
+        Step(text="金额超过阈值或订单处于 refunding 时需人工审核；订单 A-1001 正在退款。"),
+    ]
 
 
 def run_with_provider(provider_url: str | None, mode: Mode) -> AgentRun:

@@ -4,6 +4,8 @@ stand-in started in-process when no provider URL is given."""
 from __future__ import annotations
 
 import argparse
+import functools
+import ssl
 import sys
 import uuid
 from collections.abc import Callable, Sequence
@@ -13,6 +15,7 @@ from typing import Literal
 import ctxledger
 from ctxledger_cli.provider import ProviderStandIn, Step
 
+#: ``plain`` nothing lost, ``failure`` the seed's bug, ``remedy`` its fix.
 Mode = Literal["plain", "failure", "remedy"]
 
 
@@ -23,6 +26,13 @@ class AgentRun:
     answer: str
     tool_call_ids: tuple[str, ...]
     steps: int
+
+
+@functools.cache
+def shared_ssl_context() -> ssl.SSLContext:
+    """One default TLS context per process: each new client would load the CA bundle
+    again (a tenth of a second or more), and the demo starts several clients."""
+    return ssl.create_default_context()
 
 
 def new_call_id(prefix: str) -> str:

@@ -13,14 +13,20 @@ SDK). Instrumentation is the documented few lines: ``configure`` (in :mod:`.comm
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import openai
 
 import ctxledger
 from ctxledger.remedies import clip_rows
-from ctxledger_cli.agents.common import AgentRun, Mode, example_main, new_call_id
+from ctxledger_cli.agents.common import (
+    AgentRun,
+    Mode,
+    example_main,
+    new_call_id,
+    shared_ssl_context,
+)
 from ctxledger_cli.agents.common import run_with_provider as _run_with_provider
 from ctxledger_cli.demo.seed_000_first_rows import order_records
 from ctxledger_cli.provider import Step, ToolCall
@@ -70,13 +76,30 @@ def reduce_result(text: str, call_id: str, mode: Mode) -> str:
     return text
 
 
-def run_orders_agent(provider_url: str, mode: Mode = "plain", model: str = MODEL) -> AgentRun:
-    """One run of the agent against the provider at ``provider_url`` (no ``/v1``)."""
+#: Runs the order query for (days, tool call id) and returns its text.
+OrderTool = Callable[[int, str], str]
+
+
+def _query_orders_text(days: int, call_id: str) -> str:
+    return str(query_orders(days, tool_call_id=call_id))
+
+
+def run_orders_agent(
+    provider_url: str,
+    mode: Mode = "plain",
+    model: str = MODEL,
+    order_tool: OrderTool = _query_orders_text,
+) -> AgentRun:
+    """One run of the agent against the provider at ``provider_url`` (no ``/v1``).
+    ``order_tool`` replaces the tool and its serializer (``ctxledger demo`` plugs in
+    seed 000's head-rows serializer there)."""
     client = openai.OpenAI(
         base_url=f"{provider_url}/v1",
         api_key="stand-in",
         max_retries=0,
-        http_client=openai.DefaultHttpxClient(event_hooks=ctxledger.httpx_event_hooks()),
+        http_client=openai.DefaultHttpxClient(
+            event_hooks=ctxledger.httpx_event_hooks(), verify=shared_ssl_context()
+        ),
     )
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": SYSTEM},
@@ -100,7 +123,7 @@ def run_orders_agent(provider_url: str, mode: Mode = "plain", model: str = MODEL
                     return AgentRun(message.content or "", tuple(call_ids), step)
                 for call in message.tool_calls:
                     arguments = json.loads(call.function.arguments or "{}")  # type: ignore[union-attr]
-                    text = query_orders(int(arguments.get("days", 30)), tool_call_id=call.id)
+                    text = order_tool(int(arguments.get("days", 30)), call.id)
                     content = reduce_result(text, call.id, mode)
                     messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
                     call_ids.append(call.id)

@@ -1,4 +1,6 @@
-"""Scripted agents that reproduce the seeds' incidents. No LLM and no network needed.
+"""Agents that reproduce the seeds' incidents: real loops on the real clients against the
+provider stand-in (seeds 004 and 000), scripted loops (the others). No LLM and no
+network needed.
 
 One module per incident, :mod:`~ctxledger_cli.demo.incidents` the catalogue of them
 (what each runs, the verdict the rules must find), :mod:`~ctxledger_cli.demo.runner`
@@ -11,7 +13,7 @@ from ctxledger_cli.demo.incidents import (
     INCIDENTS,
     run_all_incidents,
 )
-from ctxledger_cli.demo.seed_004_silent_loss import run_seed_004
+from ctxledger_cli.demo.real_agents import run_seed_004
 
 __all__ = [
     "EXPECTED_VERDICTS",

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ctxledger_cli.demo.agent_loop import DEFAULT_MODEL
 from ctxledger_cli.demo.clean_journeys import CLEAN_CALL_IDS, clean_journeys
 from ctxledger_cli.demo.dropped_result import DROP_CALL_IDS, dropped_result
-from ctxledger_cli.demo.seed_000_first_rows import ORDERS_CALL_ID, seed_000_first_rows
+from ctxledger_cli.demo.real_agents import load_agents, run_seed_004, seed_000_first_rows
+from ctxledger_cli.demo.seed_000_first_rows import ORDERS_CALL_ID
 from ctxledger_cli.demo.seed_001_context_overflow import (
     ORPHAN_CALL_IDS,
     TRIM_CALL_IDS,
@@ -16,7 +16,7 @@ from ctxledger_cli.demo.seed_001_context_overflow import (
     seed_001_emergency_trim,
 )
 from ctxledger_cli.demo.seed_002_log_clip import LOG_CALL_ID, seed_002_log_clip
-from ctxledger_cli.demo.seed_004_silent_loss import LOOKUP_CALL_ID, SEARCH_CALL_ID, run_seed_004
+from ctxledger_cli.demo.seed_004_silent_loss import LOOKUP_CALL_ID, SEARCH_CALL_ID
 
 #: Incident name -> (the tool call id that carries the incident, the verdict the rules
 #: must give it). A call travels in several requests, one journey each; the verdict is
@@ -43,8 +43,10 @@ INCIDENT_CALL_IDS: dict[str, tuple[str, ...]] = {
     "clean_journeys": CLEAN_CALL_IDS,
 }
 
-#: Incident name -> the function that runs it as one agent run (one trace).
-INCIDENTS: dict[str, Callable[[str], None]] = {
+#: Incident name -> the function that runs it as one agent run (one trace); each takes an
+#: optional model. Seeds 004 and 000 are real loops on the real clients against a provider
+#: stand-in (:mod:`.real_agents`), the others scripted loops.
+INCIDENTS: dict[str, Callable[..., None]] = {
     "seed_004_silent_loss": run_seed_004,
     "seed_002_log_clip": seed_002_log_clip,
     "seed_000_first_rows": seed_000_first_rows,
@@ -55,9 +57,14 @@ INCIDENTS: dict[str, Callable[[str], None]] = {
 }
 
 
-def run_all_incidents(model: str = DEFAULT_MODEL) -> dict[str, str]:
-    """Run every incident, each in its own trace; return incident name -> the verdict
-    the rules must give its tool call (see :data:`EXPECTED_VERDICTS`)."""
+def run_all_incidents(model: str | None = None) -> dict[str, str]:
+    """Run every incident, each in its own trace (``model`` for all of them, else each its
+    own); return incident name -> the verdict the rules must give its tool call (see
+    :data:`EXPECTED_VERDICTS`)."""
+    load_agents()
     for incident in INCIDENTS.values():
-        incident(model)
+        if model is None:
+            incident()
+        else:
+            incident(model)
     return {name: verdict for name, (_, verdict) in EXPECTED_VERDICTS.items()}

@@ -1,8 +1,10 @@
-"""``ctxledger demo``: run the scripted incidents under the SDK, print what the local
-ledger found and, with an endpoint, what the collector there decided."""
+"""``ctxledger demo``: run the incidents under the SDK (real agents on the real ``openai``
+and ``anthropic`` clients against an in-process provider stand-in, and scripted loops),
+print what the local ledger found and, with an endpoint, what the collector decided."""
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 import urllib.error
 from collections.abc import Iterable
@@ -11,11 +13,26 @@ import ctxledger
 from ctxledger.verdicts import Report
 from ctxledger_cli.demo.collector_verdicts import print_verdicts
 from ctxledger_cli.demo.incidents import run_all_incidents
-from ctxledger_cli.demo.seed_004_silent_loss import run_seed_004
+from ctxledger_cli.demo.real_agents import run_seed_004
+
+#: The demo's agents run on these clients; the ``server`` extra brings them.
+DEMO_CLIENTS = ("openai", "anthropic")
+DEMO_EXTRA_HINT = (
+    "ctxledger demo runs real agents on the openai and anthropic clients: "
+    "pip install 'ctxledger[server]'"
+)
+
+
+def missing_clients() -> list[str]:
+    return [name for name in DEMO_CLIENTS if importlib.util.find_spec(name) is None]
 
 
 def run_demo(endpoint: str | None, ledger: str, everything: bool) -> int:
-    """Run the scripted incidents; with an endpoint, print the collector's verdicts."""
+    """Run the incidents; with an endpoint, print the collector's verdicts."""
+    missing = missing_clients()
+    if missing:
+        print(f"ctxledger: {DEMO_EXTRA_HINT} ({', '.join(missing)} missing)", file=sys.stderr)
+        return 1
     client = ctxledger.configure(
         service_name="ctxledger-demo",
         endpoint=endpoint,

@@ -1,5 +1,6 @@
 """Seed 000: 200 order records serialized as the first 20, declared but with no marker,
-so the model takes 20 rows for the whole answer."""
+so the model takes 20 rows for the whole answer. The data and the serializer; the agent
+loop is :mod:`ctxledger_cli.agents.openai_orders` (:mod:`.real_agents` runs it)."""
 
 from __future__ import annotations
 
@@ -7,14 +8,6 @@ import json
 from typing import Any
 
 import ctxledger
-from ctxledger_cli.demo.agent_loop import (
-    DEFAULT_MODEL,
-    Message,
-    assistant_calls,
-    send,
-    tool_call,
-    tool_message,
-)
 
 ORDERS_CALL_ID = "call_orders_000"
 
@@ -80,20 +73,3 @@ def serialize_first_rows(result: dict[str, Any], call_id: str) -> str:
         marker=False,
     )
     return text
-
-
-def seed_000_first_rows(model: str = DEFAULT_MODEL) -> None:
-    """A declared head-rows cut with no marker: 180 of 200 orders gone, unbeknown."""
-    with ctxledger.run("orders-agent"):
-        messages: list[Message] = [
-            {"role": "system", "content": "你是订单分析助手，只依据工具返回的订单数据回答。"},
-            {
-                "role": "user",
-                "content": "近 30 天有哪些异常订单？请列出所有带 KEY 标记的关键事实。",
-            },
-        ]
-        send(messages, model)
-        messages.append(assistant_calls(tool_call(ORDERS_CALL_ID, "query_orders", {"days": 30})))
-        result = query_orders(30, tool_call_id=ORDERS_CALL_ID)
-        messages.append(tool_message(ORDERS_CALL_ID, serialize_first_rows(result, ORDERS_CALL_ID)))
-        send(messages, model)  # step 2: 20 rows that look like the whole answer
