@@ -26,8 +26,14 @@ def setting_names() -> set[str]:
 
 @cache
 def route_paths(workdir: Path) -> frozenset[str]:
+    """Every path the collector app serves (its own routes and its routers')."""
     app = create_app(Settings(database_url=f"sqlite:///{workdir / 'routes.db'}"))
-    return frozenset(getattr(route, "path", "") for route in app.routes)
+    paths: set[str] = set()
+    for route in app.routes:
+        router = getattr(route, "original_router", None)
+        routes = router.routes if router is not None else [route]
+        paths |= {str(getattr(r, "path", "")) for r in routes}
+    return frozenset(paths - {""})
 
 
 def haproxy_bind_port() -> int:
