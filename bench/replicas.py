@@ -73,8 +73,21 @@ def postgres_pids() -> list[int]:
     return found
 
 
-def total_cpu(pids: Iterable[int]) -> float:
-    return sum(cpu_seconds(pid) for pid in pids)
+def cpu_by_pid(pids: Iterable[int]) -> dict[int, float]:
+    return {pid: cpu_seconds(pid) for pid in pids}
+
+
+def cpu_since(before: dict[int, float], after: dict[int, float]) -> float:
+    """CPU used between two snapshots: processes that exited in between are left out
+    (their last seconds are lost), new ones count from zero."""
+    return sum(seconds - before.get(pid, 0.0) for pid, seconds in after.items())
+
+
+def machine_busy() -> tuple[float, float]:
+    """(busy, total) jiffies of all CPUs, from /proc/stat."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + fields[4]
+    return sum(fields) - idle, sum(fields)
 
 
 class LockSampler:
@@ -126,6 +139,7 @@ class Result:
     client_cpu: float
     postgres_cpu: float
     lock_share: float
+    machine_share: float
 
     @property
     def rate(self) -> float:
@@ -153,15 +167,18 @@ def run_one(count: int, spans: workload.Workload, args: argparse.Namespace) -> R
         with replicas_behind_haproxy(url, count, Path(tmp), **settings) as (proxy, replicas):
             pids = [r.pid for r in replicas]
             batches = batches_of(spans.spans, args.batch)
-            pg_before = total_cpu(postgres_pids())
+            pg_before = cpu_by_pid(postgres_pids())
             before = [cpu_seconds(p) for p in pids], cpu_seconds(proxy.pid)
             client_before = time.process_time()
+            busy_before = machine_busy()
+            threads = args.threads or 2 * count  # what the replicas admit at once
             with LockSampler(libpq_url) as locks:
-                fed = feed(f"{proxy.url}/v1/traces", batches, args.threads, timeout_s=60)
+                fed = feed(f"{proxy.url}/v1/traces", batches, threads, timeout_s=60)
+            busy_after = machine_busy()
             client = time.process_time() - client_before
             replica_cpu = [cpu_seconds(p) - b for p, b in zip(pids, before[0], strict=True)]
             haproxy_cpu = cpu_seconds(proxy.pid) - before[1]
-            postgres_cpu = total_cpu(postgres_pids()) - pg_before
+            postgres_cpu = cpu_since(pg_before, cpu_by_pid(postgres_pids()))
         return Result(
             replicas=count,
             spans=len(spans.spans),
@@ -174,6 +191,7 @@ def run_one(count: int, spans: workload.Workload, args: argparse.Namespace) -> R
             client_cpu=client,
             postgres_cpu=postgres_cpu,
             lock_share=locks.waiting_share,
+            machine_share=(busy_after[0] - busy_before[0]) / (busy_after[1] - busy_before[1]),
         )
 
 
@@ -182,7 +200,9 @@ def main() -> int:
     parser.add_argument("--spans", type=int, default=12_000)
     parser.add_argument("--trace-spans", type=int, default=200)
     parser.add_argument("--batch", type=int, default=256)
-    parser.add_argument("--threads", type=int, default=6)
+    parser.add_argument(
+        "--threads", type=int, default=0, help="client threads (default: 2 per replica)"
+    )
     parser.add_argument("--replicas", default="1,2,3")
     args = parser.parse_args()
     quiet_exporter_logs()
@@ -190,7 +210,7 @@ def main() -> int:
     print(
         f"{platform.platform()} · {os.cpu_count()} CPUs · Python {platform.python_version()} · "
         f"{len(spans.spans)} spans in {spans.traces} traces · batches of {args.batch} from "
-        f"{args.threads} threads · load average before: {os.getloadavg()[0]:.1f}"
+        f"{args.threads or '2 per replica'} threads · load average before: {os.getloadavg()[0]:.1f}"
     )
     results = [run_one(int(n), spans, args) for n in args.replicas.split(",")]
     rows = []
@@ -208,6 +228,7 @@ def main() -> int:
                 f"{r.client_cpu / wall:.2f}",
                 f"{total / wall:.2f}",
                 f"{100 * r.lock_share:.0f} %",
+                f"{100 * r.machine_share:.0f} %",
                 f"{r.stored}/{r.spans}" + ("" if r.stored == r.spans else " LOST"),
                 ", ".join(f"{k}: {v}" for k, v in r.statuses.items()),
             ]
@@ -223,6 +244,7 @@ def main() -> int:
             "CPU/s client",
             "CPU/s total",
             "backends waiting on locks",
+            "machine CPU busy",
             "stored/sent",
             "HTTP answers",
         ],
@@ -233,10 +255,10 @@ def main() -> int:
     busy = (sum(last.replica_cpu) + last.postgres_cpu + last.client_cpu) / last.seconds
     print(
         f"\nWith {last.replicas} replicas the measured processes used {busy:.2f} of "
-        f"{cores} cores: "
+        f"{cores} cores and the machine as a whole was {100 * last.machine_share:.0f} % busy: "
         + (
-            "the machine's CPU is the limit."
-            if busy > 0.8 * cores
+            "the machine's CPU is the limit (other work on it included)."
+            if last.machine_share > 0.85
             else "CPU is not saturated; look at the lock share and PostgreSQL."
         )
     )

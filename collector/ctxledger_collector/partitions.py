@@ -86,6 +86,8 @@ def ensure_ahead(engine: Engine, width: int, ahead: int = 2) -> list[str]:
     """Create partitions until ``ahead`` whole ones lie above the highest run id;
     returns the names created."""
     created: list[str] = []
+    if engine.dialect.name != "postgresql":
+        return created
     with engine.begin() as connection:
         if not is_partitioned(connection):
             return created
@@ -115,6 +117,8 @@ def drop_empty_partitions(engine: Engine) -> list[str]:
     """Drop the partitions wholly below every stored run (retention emptied them) and
     below the highest run id handed out; returns their names."""
     dropped: list[str] = []
+    if engine.dialect.name != "postgresql":
+        return dropped
     with engine.begin() as connection:
         if not is_partitioned(connection):
             return dropped
