@@ -116,7 +116,7 @@ class Replica:
                 stderr=subprocess.STDOUT,
             )
 
-    def wait_ready(self, timeout_s: float = 60) -> None:
+    def wait_ready(self, timeout_s: float = 120) -> None:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             assert self.process is not None
