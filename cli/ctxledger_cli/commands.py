@@ -91,9 +91,39 @@ def handle_db_upgrade(args: argparse.Namespace) -> int:
     from ctxledger_collector.migrate import current_revision, upgrade
     from ctxledger_collector.settings import Settings
 
-    url = args.database_url or Settings().database_url
-    upgrade(url, args.revision)
+    settings = Settings()
+    url = args.database_url or settings.database_url
+    upgrade(url, args.revision, partition_runs=settings.partition_runs)
     print(f"database {url!r} is at revision {current_revision(url)}")
+    return 0
+
+
+def handle_db_prune(args: argparse.Namespace) -> int:
+    require_server_extra()
+    import time
+
+    from ctxledger_collector.database import make_engine
+    from ctxledger_collector.retention import parse_age, prune
+    from ctxledger_collector.settings import Settings
+
+    try:
+        age_s = parse_age(args.older_than)
+    except ValueError as error:
+        print(f"ctxledger db prune: {error}", file=sys.stderr)
+        return 2
+    url = args.database_url or Settings().database_url
+    engine = make_engine(url)
+    try:
+        outcome = prune(engine, time.time() - age_s, batch_runs=args.batch_runs)
+    finally:
+        engine.dispose()
+    dropped = f", dropped {len(outcome.partitions_dropped)} empty partitions" * bool(
+        outcome.partitions_dropped
+    )
+    print(
+        f"removed {outcome.runs} runs and {outcome.reports} reports older than "
+        f"{args.older_than} in {outcome.batches} batches{dropped}"
+    )
     return 0
 
 

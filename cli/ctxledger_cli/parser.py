@@ -8,6 +8,7 @@ from ctxledger import __version__
 from ctxledger_cli.commands import (
     handle_alerts_check,
     handle_dashboard,
+    handle_db_prune,
     handle_db_upgrade,
     handle_demo,
     handle_provider,
@@ -118,6 +119,21 @@ def build_parser() -> argparse.ArgumentParser:
     upgrade.add_argument("--database-url", help="overrides CTXLEDGER_DATABASE_URL")
     upgrade.add_argument("--revision", default="head")
     upgrade.set_defaults(handler=handle_db_upgrade)
+    prune = db_commands.add_parser(
+        "prune",
+        help="remove runs older than an age, with their measurements, reports and counters",
+        description="Remove every run whose newest span is older than --older-than, in "
+        "small batches (ingest keeps running between them); on PostgreSQL the partitions "
+        "left empty are dropped. Alert history stays.",
+    )
+    prune.add_argument(
+        "--older-than", required=True, metavar="AGE", help="e.g. 30d, 12h, 90m (days if no unit)"
+    )
+    prune.add_argument("--database-url", help="overrides CTXLEDGER_DATABASE_URL")
+    prune.add_argument(
+        "--batch-runs", type=int, default=200, help="runs removed per transaction (default 200)"
+    )
+    prune.set_defaults(handler=handle_db_prune)
 
     provider = commands.add_parser(
         "provider",

@@ -20,6 +20,8 @@ from ctxledger_collector.database import make_engine
 from ctxledger_collector.forwarding.forwarder import Forwarder
 from ctxledger_collector.metrics import CollectorMetrics
 from ctxledger_collector.migrate import is_up_to_date, upgrade
+from ctxledger_collector.partitions import ensure_ahead
+from ctxledger_collector.retention import prune, retention_cutoff
 from ctxledger_collector.routes import alerts as alert_routes
 from ctxledger_collector.routes import health, ingest, queries, stats
 from ctxledger_collector.settings import Settings
@@ -36,7 +38,7 @@ class SchemaNotMigrated(RuntimeError):
 def prepare_database(settings: Settings) -> None:
     """Migrate (SQLite by default) or refuse to run on an un-migrated database."""
     if settings.should_auto_migrate:
-        upgrade(settings.database_url)
+        upgrade(settings.database_url, partition_runs=settings.partition_runs)
     elif not is_up_to_date(settings.database_url):
         raise SchemaNotMigrated(
             "the database is not at the latest migration. Run `ctxledger db upgrade` "
@@ -45,14 +47,28 @@ def prepare_database(settings: Settings) -> None:
 
 
 async def _sweep_forever(state: AppState) -> None:
-    """Turn journeys whose later stages never came into ``incomplete``."""
+    """Turn journeys whose later stages never came into ``incomplete``, and keep
+    PostgreSQL's partitions ahead of the runs."""
     while True:
         await asyncio.sleep(state.settings.sweep_interval_s)
         try:
             outcome = await run_in_threadpool(state.store.sweep_unsettled)
             state.metrics.count_changes(outcome.changes)
+            await run_in_threadpool(ensure_ahead, state.engine, state.settings.partition_runs)
         except Exception as error:  # a failed sweep is retried at the next tick
             logger.warning("ctxledger collector: sweep failed: %s", error)
+
+
+async def _retain_forever(state: AppState) -> None:
+    """Apply ``CTXLEDGER_RETENTION_DAYS``: remove the runs older than it, batch by batch."""
+    while True:
+        cutoff = retention_cutoff(state.settings.retention_days)
+        if cutoff is not None:
+            try:
+                await run_in_threadpool(prune, state.engine, cutoff, writer=state.store.writer)
+            except Exception as error:  # retried at the next interval
+                logger.warning("ctxledger collector: retention sweep failed: %s", error)
+        await asyncio.sleep(state.settings.retention_interval_s)
 
 
 def load_alerts(settings: Settings) -> AlertContext:
@@ -94,7 +110,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await run_in_threadpool(prepare_database, settings)
+        await run_in_threadpool(ensure_ahead, engine, settings.partition_runs)
         sweeper = asyncio.create_task(_sweep_forever(state))
+        retainer = asyncio.create_task(_retain_forever(state))
         worker.start()
         forwarder.start()
         # What start-up made lives as long as the process: out of the cyclic collector's
@@ -106,9 +124,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             yield
         finally:
             gc.unfreeze()
-            sweeper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await sweeper
+            for task in (sweeper, retainer):
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
             # The server has stopped taking requests: flush the forwarding queues (bounded).
             await run_in_threadpool(forwarder.stop)
             await run_in_threadpool(worker.stop)

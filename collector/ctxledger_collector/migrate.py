@@ -84,9 +84,20 @@ def _run(database_url: str, direction: str, revision: str) -> None:
         engine.dispose()
 
 
-def upgrade(database_url: str, revision: str = "head") -> None:
-    """Migrate the database at ``database_url`` up to ``revision`` (default: head)."""
+def upgrade(database_url: str, revision: str = "head", partition_runs: int = 100_000) -> None:
+    """Migrate the database at ``database_url`` up to ``revision`` (default: head); on
+    PostgreSQL, then create the partitions the next runs go to (``partition_runs``
+    run ids each)."""
     _run(database_url, "upgrade", revision)
+    if not database_url.startswith("sqlite"):
+        from ctxledger_collector.database import make_engine
+        from ctxledger_collector.partitions import ensure_ahead
+
+        engine = make_engine(database_url)
+        try:
+            ensure_ahead(engine, partition_runs)
+        finally:
+            engine.dispose()
 
 
 def downgrade(database_url: str, revision: str) -> None:

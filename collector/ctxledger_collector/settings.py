@@ -30,6 +30,21 @@ class Settings(BaseSettings):
     sweep_interval_s: float = Field(
         default=10.0, description="how often journeys past the grace period are re-judged"
     )
+    retention_days: float | None = Field(
+        default=None,
+        gt=0,
+        description="remove runs whose newest span is older than this many days (with "
+        "their measurements, reports and counters); unset: keep everything",
+    )
+    retention_interval_s: float = Field(
+        default=3600.0, gt=0, description="how often the retention sweep runs"
+    )
+    partition_runs: int = Field(
+        default=100_000,
+        ge=1,
+        description="PostgreSQL: run ids per partition of measurements and reports "
+        "(partitions are created ahead by the collector, dropped once retention empties them)",
+    )
     tolerance_chars_ratio: float = 0.02
     tolerance_chars_floor: int = 16
     tolerance_tokens_ratio: float = 0.02

@@ -83,7 +83,8 @@ def _record_of(single: DecodedBatch) -> Measurement | Manifest:
     return single.unmatched[0].stage.measurement
 
 
-def _advisory_key(trace_id: str) -> int:
+def advisory_key(trace_id: str) -> int:
+    """The transaction-level advisory lock key of one trace (ingest, sweep, retention)."""
     digest = hashlib.blake2b(trace_id.encode(), digest_size=8).digest()
     return int.from_bytes(digest, "big", signed=True)
 
@@ -102,7 +103,7 @@ class Store:
         # SQLite has one writer at a time. Threads of this process queue here, and the next
         # starts the moment the last commits; queued on the database lock instead, they
         # would sleep in SQLite's busy handler's growing steps (up to 100 ms) after it is free.
-        self._writer: contextlib.AbstractContextManager[Any] = (
+        self.writer: contextlib.AbstractContextManager[Any] = (
             threading.Lock() if self.dialect == "sqlite" else contextlib.nullcontext()
         )
 
@@ -115,7 +116,7 @@ class Store:
         outcome = IngestOutcome()
         if not runs:
             return outcome
-        with self._writer, self.engine.begin() as connection:
+        with self.writer, self.engine.begin() as connection:
             self._lock_traces(connection, runs)
             run_ids = self._upsert_runs(connection, list(runs.values()))
             state = SqlTraceState(connection, run_ids)
@@ -217,7 +218,7 @@ class Store:
         outcome = IngestOutcome()
         if not due:
             return outcome
-        with self._writer, self.engine.begin() as connection:
+        with self.writer, self.engine.begin() as connection:
             self._lock_traces(connection, {row[0] for row in due})
             state = SqlTraceState(connection, {row[0]: row[1] for row in due})
             plan = plan_sweep((row[0], row[2], row[3] or None) for row in due)
@@ -233,7 +234,7 @@ class Store:
             return
         for trace_id in sorted(trace_ids):
             connection.execute(
-                text("SELECT pg_advisory_xact_lock(:key)"), {"key": _advisory_key(trace_id)}
+                text("SELECT pg_advisory_xact_lock(:key)"), {"key": advisory_key(trace_id)}
             )
 
     def _upsert_runs(self, connection: Connection, runs: Sequence[RunSighting]) -> dict[str, int]:

@@ -1,0 +1,131 @@
+"""Ingest and query speed on PostgreSQL as partitions roll: rounds of new runs go in,
+retention removes the rounds older than ``--keep`` and drops their partitions, and each
+round prints spans/s, the query API's latencies and the partitions that exist.
+
+Run from the repository root::
+
+    .venv/bin/python bench/partitions.py                  # 8 rounds of 3,000 spans
+    .venv/bin/python bench/partitions.py --rounds 20 --spans 10000 --partition-runs 50
+
+One ``ctxledger serve`` on a fresh database (``CTXLEDGER_PARTITION_RUNS`` small, so a
+round spans several partitions; sweeps every second keep partitions ahead). Each round
+builds fresh SDK-shaped runs (``benchkit.workload``, a new seed per round), exports them
+with the stock ``OTLPSpanExporter``, times the reports list, the runs list and the
+timeline (median of 5 calls each), then prunes with a cutoff between the rounds, as
+``CTXLEDGER_RETENTION_DAYS`` would. Flat columns mean speed does not depend on how much
+history has rolled through. This is a benchmark: it prints numbers and asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+import psycopg
+
+from benchkit import workload
+from benchkit.collector_process import collector
+from benchkit.databases import fresh_postgres, pg_admin_url_from_env
+from benchkit.exporting import batches_of, feed, quiet_exporter_logs
+from benchkit.tables import print_table
+from ctxledger_collector.database import make_engine
+from ctxledger_collector.partitions import partitions
+from ctxledger_collector.retention import prune
+
+
+def median_ms(http: httpx.Client, path: str, params: dict[str, str | int]) -> float:
+    times = []
+    for _ in range(5):
+        started = time.perf_counter()
+        answer = http.get(path, params=params)
+        answer.raise_for_status()
+        times.append((time.perf_counter() - started) * 1000)
+    return statistics.median(times)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=8)
+    parser.add_argument("--spans", type=int, default=3_000, help="spans per round")
+    parser.add_argument("--trace-spans", type=int, default=100)
+    parser.add_argument("--partition-runs", type=int, default=10)
+    parser.add_argument("--keep", type=int, default=2, help="rounds kept by retention")
+    args = parser.parse_args()
+    quiet_exporter_logs()
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp, fresh_postgres(pg_admin_url_from_env()) as url:
+        settings = {
+            "CTXLEDGER_PARTITION_RUNS": str(args.partition_runs),
+            "CTXLEDGER_SWEEP_INTERVAL_S": "1",
+        }
+        engine = make_engine(url)
+        starts: list[float] = []
+        with (
+            collector(url, Path(tmp) / "serve.log", settings) as live,
+            httpx.Client(base_url=live.base_url, timeout=60) as http,
+        ):
+            for round_number in range(args.rounds):
+                starts.append(time.time())
+                spans = workload.build(args.spans, args.trace_spans, seed=1000 + round_number)
+                fed = feed(live.traces_endpoint, batches_of(spans.spans, 512), threads=2)
+                reports = median_ms(http, "/api/v1/reports", {"limit": 100})
+                runs = median_ms(http, "/api/v1/runs", {"limit": 50})
+                timeline = median_ms(http, "/api/v1/stats/timeline", {})
+                pruned = 0
+                dropped = 0
+                if round_number >= args.keep:
+                    outcome = prune(engine, starts[round_number - args.keep + 1])
+                    pruned, dropped = outcome.runs, len(outcome.partitions_dropped)
+                time.sleep(1.2)  # a sweep: partitions ahead of the next round
+                with engine.connect() as connection:
+                    count = len(partitions(connection, "measurements"))
+                    overflow = connection.exec_driver_sql(
+                        "SELECT count(*) FROM measurements_overflow"
+                    ).scalar_one()
+                rows.append(
+                    [
+                        str(round_number + 1),
+                        f"{len(spans.spans) / fed.seconds:,.0f}",
+                        f"{reports:.1f}",
+                        f"{runs:.1f}",
+                        f"{timeline:.1f}",
+                        str(pruned),
+                        str(dropped),
+                        str(count),
+                        str(overflow),
+                        str(len(fed.failed)),
+                    ]
+                )
+        engine.dispose()
+        libpq = url.replace("postgresql+psycopg://", "postgresql://", 1)
+        with psycopg.connect(libpq) as connection:
+            left = connection.execute("SELECT count(*) FROM runs").fetchone()
+    print(
+        f"{args.rounds} rounds of ~{args.spans} spans, partitions of {args.partition_runs} "
+        f"runs, retention keeps {args.keep} rounds; runs left: {left[0] if left else '?'}"
+    )
+    print_table(
+        [
+            "round",
+            "ingest spans/s",
+            "reports ms",
+            "runs ms",
+            "timeline ms",
+            "runs pruned",
+            "partitions dropped",
+            "partitions",
+            "overflow rows",
+            "failed batches",
+        ],
+        rows,
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
