@@ -21,7 +21,7 @@ from ctxledger_collector.forwarding.forwarder import Forwarder
 from ctxledger_collector.metrics import CollectorMetrics
 from ctxledger_collector.migrate import is_up_to_date, upgrade
 from ctxledger_collector.routes import alerts as alert_routes
-from ctxledger_collector.routes import health, ingest, queries, stats
+from ctxledger_collector.routes import health, ingest, queries, rejections, stats
 from ctxledger_collector.settings import Settings
 from ctxledger_collector.state import AppState
 from ctxledger_collector.store import Store
@@ -125,5 +125,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(queries.router)
     app.include_router(stats.router)
     app.include_router(alert_routes.router)
+    app.include_router(rejections.router)
     app.include_router(health.router)
     return app
