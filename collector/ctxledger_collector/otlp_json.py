@@ -43,8 +43,18 @@ def _json_int(value: Any, bounds: tuple[int, int] = _INT64) -> int:
     return number
 
 
+def _text(value: Any) -> str:
+    """A JSON scalar as text; anything else (an object or a list, however deep) is an
+    error, never turned into text by ``str``."""
+    if isinstance(value, str):
+        return value
+    if value is None or isinstance(value, (bool, int, float)):
+        return "" if value is None else str(value)
+    raise ValueError(f"expected a string, got a JSON {type(value).__name__}")
+
+
 def _json_string(value: Any, limits: DecodeLimits) -> str:
-    text = str(value)
+    text = _text(value)
     check_length(len(text), limits.max_value_chars, "string value")
     return text
 
@@ -58,7 +68,7 @@ def _json_list(value: Any, limits: DecodeLimits, what: str) -> list[Any]:
 
 def _json_value(value: Mapping[str, Any], limits: DecodeLimits, level: int = 0) -> Any:
     if not isinstance(value, Mapping):
-        raise ValueError(f"attribute value must be an AnyValue object, got {value!r:.80}")
+        raise ValueError(f"attribute value must be an AnyValue object, got {type(value).__name__}")
     if "stringValue" in value:
         return _json_string(value["stringValue"], limits)
     if "boolValue" in value:
@@ -92,7 +102,7 @@ def _json_attributes(items: Any, limits: DecodeLimits, level: int = 0) -> dict[s
 
 
 def _json_id(value: Any, length: int, name: str) -> str:
-    text = str(value or "")
+    text = _text(value)
     if len(text) != length * 2:
         raise ValueError(f"{name} must be {length * 2} hex characters, got {text!r:.80}")
     try:
@@ -156,7 +166,14 @@ def _json_request_spans(
 
 def _json_rejection(span: Any, detail: str, code: str, service: str | None) -> Rejection:
     ids = span if isinstance(span, dict) else {}
-    return Rejection(str(ids.get("traceId", "")), str(ids.get("spanId", "")), detail, code, service)
+
+    def shown(name: str) -> str:
+        try:
+            return _text(ids.get(name))
+        except ValueError:
+            return "?"
+
+    return Rejection(shown("traceId"), shown("spanId"), detail, code, service)
 
 
 def _json_span(span: Any, service: str | None, limits: DecodeLimits) -> RawSpan:
@@ -179,7 +196,7 @@ def _json_span(span: Any, service: str | None, limits: DecodeLimits) -> RawSpan:
         dropped_attributes_count=_json_int(span.get("droppedAttributesCount", 0), _UINT32),
         service_name=service,
         start_time_unix_nano=_json_int(span.get("startTimeUnixNano", 0), _UINT64),
-        parent_span_id=str(span.get("parentSpanId") or "").lower() or None,
+        parent_span_id=_text(span.get("parentSpanId")).lower() or None,
         status_code=_json_int((span.get("status") or {}).get("code", 0), _UINT32),
         events=tuple(
             SpanEvent(
