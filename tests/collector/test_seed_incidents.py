@@ -26,6 +26,7 @@ PINNED = {
 }
 
 
+
 @pytest.fixture
 def incidents_sent(collector: LiveCollector) -> Iterator[httpx.Client]:
     """Every incident measured by the SDK and exported to the collector over OTLP/HTTP."""
