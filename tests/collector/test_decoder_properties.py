@@ -29,7 +29,7 @@ from ctxledger_collector.rows import fit_to_columns, manifest_row, measurement_r
 from ctxledger_collector.string_lists import ListWriter
 from tests.collector import otlp_payloads as op
 
-FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 #: Small limits, so that generated spans cross them too.
 LIMITS = DecodeLimits(
     max_spans=40, max_attributes=24, max_value_chars=64, max_value_items=12, max_depth=3
@@ -204,7 +204,7 @@ def _rows(batch: DecodedBatch) -> tuple[list[Any], list[Any], dict[bytes, str], 
     return measurements, manifests, lists.texts, rejected
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(contract_spans(), min_size=1, max_size=6))
 def test_json_and_protobuf_encodings_of_the_same_spans_give_the_same_rows(
     spans: list[op.Span],

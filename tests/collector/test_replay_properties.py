@@ -140,7 +140,7 @@ def _in_planned_traces(verdicts: dict[Any, Any], traces: dict[str, str]) -> dict
     return {(traces[t], c, r): v for (t, c, r), v in verdicts.items()}
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
 @given(
     batched_traces()
     .filter(_identical_copies_only)
