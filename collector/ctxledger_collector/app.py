@@ -23,7 +23,7 @@ from ctxledger_collector.migrate import is_up_to_date, upgrade
 from ctxledger_collector.partitions import ensure_ahead
 from ctxledger_collector.retention import prune, retention_cutoff
 from ctxledger_collector.routes import alerts as alert_routes
-from ctxledger_collector.routes import health, ingest, queries, stats
+from ctxledger_collector.routes import health, ingest, queries, rejections, stats
 from ctxledger_collector.settings import Settings
 from ctxledger_collector.state import AppState
 from ctxledger_collector.store import Store
@@ -144,5 +144,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(queries.router)
     app.include_router(stats.router)
     app.include_router(alert_routes.router)
+    app.include_router(rejections.router)
     app.include_router(health.router)
     return app

@@ -15,6 +15,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from ctxledger_collector.journey_aggregates import tally
+from ctxledger_collector.rejection_codes import REASONS
 from ctxledger_collector.report_filters import ReportFilter
 from ctxledger_collector.store import VerdictChange
 from ctxledger_collector.time_slices import Slice
@@ -158,6 +159,16 @@ class CollectorMetrics:
             ["kind"],
             registry=self.registry,
         )
+        self.rejected_spans = Counter(
+            "ctxledger_ingest_rejected_spans",
+            "Spans rejected alone (the rest of their batch kept), by reason: "
+            + ", ".join(REASONS)
+            + " (GET /api/v1/rejections lists the recent ones)",
+            ["reason"],
+            registry=self.registry,
+        )
+        for reason in REASONS:  # every reason is exported from the start, at 0
+            self.rejected_spans.labels(reason)
         self.refused = Counter(
             "ctxledger_ingest_refused",
             "Export requests refused with 503 + Retry-After before their body was read, "

@@ -28,6 +28,7 @@ from ctxledger.verdicts.duplicates import (
     span_number,
 )
 from ctxledger.wire import MANIFEST_ATTRIBUTES, MEASUREMENT_ATTRIBUTES
+from ctxledger_collector import rejection_codes as codes
 from ctxledger_collector.otlp_decode import (
     DecodedBatch,
     DecodedManifest,
@@ -145,7 +146,9 @@ def _fit_measurement(item: DecodedMeasurement) -> DecodedMeasurement | Rejection
         m = replace(m, agent_name=agent)
         item = DecodedMeasurement(m, item.attributes, service)
     problem = _problem(m, _MEASUREMENT_LIMITS)
-    return item if problem is None else Rejection(m.trace_id, m.span_id or "", problem)
+    if problem is None:
+        return item
+    return Rejection(m.trace_id, m.span_id or "", problem, codes.COLUMN_LIMIT, item.service_name)
 
 
 def _fit_manifest(item: DecodedManifest) -> DecodedManifest | Rejection:
@@ -155,7 +158,11 @@ def _fit_manifest(item: DecodedManifest) -> DecodedManifest | Rejection:
         man = replace(man, agent_name=agent)
         item = DecodedManifest(man, item.attributes, service)
     problem = _problem(man, _MANIFEST_LIMITS)
-    return item if problem is None else Rejection(man.trace_id, man.span_id or "", problem)
+    if problem is None:
+        return item
+    return Rejection(
+        man.trace_id, man.span_id or "", problem, codes.COLUMN_LIMIT, item.service_name
+    )
 
 
 def fit_to_columns(batch: DecodedBatch) -> DecodedBatch:

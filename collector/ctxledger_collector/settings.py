@@ -10,6 +10,7 @@ from ctxledger_collector.admission import AdmissionLimits
 from ctxledger_collector.forwarding.destinations import Destination, parse_destinations
 from ctxledger_collector.forwarding.limits import ForwardLimits
 from ctxledger_collector.forwarding.retry import RetryPolicy
+from ctxledger_collector.otlp_spans import DecodeLimits
 
 
 class Settings(BaseSettings):
@@ -94,6 +95,52 @@ class Settings(BaseSettings):
         description="a large export is decoded and stored this many spans at a time (each "
         "chunk its own transaction, all committed before the answer), so its memory is bounded",
     )
+    ingest_request_timeout_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="an export still being stored this long after it arrived stores no "
+        "further chunk: its remaining spans are rejected (reason request_deadline, counted "
+        "and listed), the rest is kept; the first chunk is always stored",
+    )
+    max_spans_per_request: int = Field(
+        default=100_000, ge=1, description="spans one export may hold; more is answered 413"
+    )
+    max_span_attributes: int = Field(
+        default=1_024,
+        ge=1,
+        description="attributes one span (or one of its events) may carry; a span with more "
+        "is rejected alone (too_many_attributes)",
+    )
+    max_span_events: int = Field(
+        default=1_024,
+        ge=0,
+        description="events one span may carry; a span with more is rejected alone",
+    )
+    max_value_chars: int = Field(
+        default=8 * 1024 * 1024,
+        ge=1,
+        description="longest string (code points) or bytes value, attribute key or name; a "
+        "span with a longer one is rejected alone (value_too_long)",
+    )
+    max_value_items: int = Field(
+        default=100_000,
+        ge=1,
+        description="most entries in one array or key/value list value; a span with more "
+        "is rejected alone (value_too_long)",
+    )
+    max_value_depth: int = Field(
+        default=16,
+        ge=0,
+        description="how deeply arrays and key/value lists may nest in one attribute value "
+        "(an array of strings is 1); a span nested deeper is rejected alone "
+        "(nesting_too_deep)",
+    )
+    rejections_kept: int = Field(
+        default=10_000,
+        ge=0,
+        description="rejected spans kept for GET /api/v1/rejections (the newest; 0 keeps "
+        "none, the metric still counts them)",
+    )
     alerts_file: str | None = Field(
         default=None,
         description="alert rules (YAML or TOML); without it: alert on silent, dropped and "
@@ -173,6 +220,16 @@ class Settings(BaseSettings):
             max_requests=self.ingest_max_requests,
             max_bytes=self.ingest_max_inflight_bytes,
             wait_s=self.ingest_admission_wait_s,
+        )
+
+    def decode_limits(self) -> DecodeLimits:
+        return DecodeLimits(
+            max_spans=self.max_spans_per_request,
+            max_attributes=self.max_span_attributes,
+            max_events=self.max_span_events,
+            max_value_chars=self.max_value_chars,
+            max_value_items=self.max_value_items,
+            max_depth=self.max_value_depth,
         )
 
     def forward_destinations(self) -> list[Destination]:

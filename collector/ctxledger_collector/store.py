@@ -31,6 +31,7 @@ from ctxledger_collector.call_records import write_issuers, write_origins
 from ctxledger_collector.database import is_storage_outage
 from ctxledger_collector.journey_counts import COUNTED_COLUMNS, count_journeys
 from ctxledger_collector.otlp_decode import DecodedBatch, Rejection
+from ctxledger_collector.rejection_codes import DATABASE_REFUSED
 from ctxledger_collector.rows import (
     MANIFEST_COLUMNS,
     MANIFEST_COPY_KEY,
@@ -197,7 +198,12 @@ class Store:
                 span = _record_of(single)
                 reason = str(getattr(error, "orig", None) or error).splitlines()[0]
                 rejected.append(
-                    Rejection(span.trace_id, span.span_id or "", f"could not be stored: {reason}")
+                    Rejection(
+                        span.trace_id,
+                        span.span_id or "",
+                        f"could not be stored: {reason}",
+                        DATABASE_REFUSED,
+                    )
                 )
         return rejected
 

@@ -358,6 +358,25 @@ class NotificationRow(SQLModel, table=True):
     delivered_at: float | None = None
 
 
+# --- rejections -------------------------------------------------------------------------
+
+
+class RejectionRow(SQLModel, table=True):
+    """A span refused at ingest, with why: the most recent ones (older rows are pruned).
+    Ids are kept as received (cut to the column), so a malformed one still shows."""
+
+    __tablename__ = "rejections"
+    __table_args__ = (Index("ix_rejections_span", "trace_id", "span_id", unique=True),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    trace_id: str = Field(max_length=64)
+    span_id: str = Field(max_length=64)
+    service_name: str | None = Field(default=None, max_length=256)
+    reason: str = Field(max_length=32)
+    detail: str = Field(max_length=500)
+    rejected_at: float
+
+
 #: The duplicate rule's triple (ctxledger.verdicts.duplicates), as columns of the tables
 #: that keep one copy per key.
 COPY_KEY = ("observed_us", "span_number", "copy_digest")
@@ -382,3 +401,4 @@ RUN_JOURNEY_COUNTS = table_of(RunJourneyCountRow)
 ALERT_EVENTS = table_of(AlertEventRow)
 ALERT_GROUPS = table_of(AlertGroupRow)
 NOTIFICATIONS = table_of(NotificationRow)
+REJECTIONS = table_of(RejectionRow)

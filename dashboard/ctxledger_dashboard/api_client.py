@@ -84,3 +84,8 @@ class CollectorClient:
     ) -> Any:
         """Alert notifications (newest first), the alert groups, rules and sinks."""
         return self._get("/api/v1/alerts", limit=limit, offset=offset, rule=rule, delivery=delivery)
+
+    def rejections(self, limit: int = 100, reason: str | None = None) -> Any:
+        """The spans the collector rejected at ingest, newest first (None: a collector
+        without the rejections API)."""
+        return self._get("/api/v1/rejections", limit=limit, reason=reason)

@@ -31,6 +31,7 @@ QUERY_ROUTES = {
     "/api/v1/stats/breakdown",
     "/api/v1/tools/{tool}",
     "/api/v1/alerts",
+    "/api/v1/rejections",
 }
 
 
@@ -68,6 +69,7 @@ def test_every_query_route_documents_its_response_and_answers_match_it(
                 "/api/v1/stats/breakdown": "/api/v1/stats/breakdown",
                 "/api/v1/tools/{tool}": f"/api/v1/tools/{op.TOOL_NAME}",
                 "/api/v1/alerts": "/api/v1/alerts",
+                "/api/v1/rejections": "/api/v1/rejections",
             }
             assert set(urls) == QUERY_ROUTES
             for path, url in urls.items():

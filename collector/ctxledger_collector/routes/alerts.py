@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query
 from sqlalchemy import func, select
 
 from ctxledger_collector.responses import AlertsPublic
-from ctxledger_collector.routes.deps import SessionDep, StateDep
+from ctxledger_collector.routes.deps import MAX_OFFSET, SessionDep, StateDep
 from ctxledger_collector.tables import ALERT_GROUPS, NOTIFICATIONS
 
 router = APIRouter(prefix="/api/v1", tags=["alerts"])
@@ -46,7 +46,7 @@ def get_alerts(
     rule: str | None = None,
     delivery: Literal["pending", "delivered", "dead"] | None = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
 ) -> dict[str, Any]:
     query = select(NOTIFICATIONS)
     if rule:

@@ -33,7 +33,9 @@ SessionDep = Annotated[Session, Depends(get_session)]
 
 TraceId = Annotated[str, Path(pattern="^[0-9a-f]{32}$", description="32 lower-case hex")]
 Limit = Annotated[int, Query(ge=1, le=1000, description="page size")]
-Offset = Annotated[int, Query(ge=0, description="rows to skip (use next_offset)")]
+#: Bounded so that no offset overflows a database integer (an offset past the rows is empty).
+MAX_OFFSET = 2**31 - 1
+Offset = Annotated[int, Query(ge=0, le=MAX_OFFSET, description="rows to skip (use next_offset)")]
 After = Annotated[
     str | None,
     Query(
@@ -42,8 +44,11 @@ After = Annotated[
         "rows arrived meanwhile (instead of offset)",
     ),
 ]
-Since = Annotated[float | None, Query(description="unix seconds, inclusive")]
-Until = Annotated[float | None, Query(description="unix seconds, exclusive")]
+#: Unix seconds from 1970 to the year 5138: every time the collector can store, and no
+#: range whose buckets overflow a database integer.
+MAX_TIME = 1e11
+Since = Annotated[float | None, Query(ge=0, le=MAX_TIME, description="unix seconds, inclusive")]
+Until = Annotated[float | None, Query(ge=0, le=MAX_TIME, description="unix seconds, exclusive")]
 Verdicts = Annotated[list[str] | None, Query(description="repeat to allow several")]
 
 

@@ -39,13 +39,17 @@ from sqlalchemy.exc import StatementError
 
 from ctxledger_collector.admission import Busy, Reservation
 from ctxledger_collector.database import is_storage_outage
+from ctxledger_collector.deadline import RequestClock, past_deadline
 from ctxledger_collector.otlp_decode import (
     JSON_TYPE,
     PROTOBUF,
     DecodedBatch,
     MalformedRequest,
+    Rejection,
+    TooManySpans,
     decode_export_chunks,
 )
+from ctxledger_collector.rejection_log import reason_counts, record_rejections
 from ctxledger_collector.routes.deps import StateDep
 from ctxledger_collector.rows import fit_to_columns
 from ctxledger_collector.state import AppState
@@ -250,6 +254,7 @@ def _success(media: str, batch: DecodedBatch) -> Response:
 async def export_traces(request: Request, state: StateDep) -> Response:
     # Async only to stream the body in; the blocking work runs in a worker thread.
     started = time.perf_counter()
+    clock = RequestClock(state.settings.ingest_request_timeout_s)
     media = _media_type(request)
     try:
         settings = state.settings
@@ -261,7 +266,7 @@ async def export_traces(request: Request, state: StateDep) -> Response:
             body = await _read_body_in_time(
                 request, settings.max_body_bytes, reservation, settings.ingest_body_timeout_s
             )
-            response = await run_in_threadpool(_store_export, state, body, gzipped, media)
+            response = await run_in_threadpool(_store_export, state, body, gzipped, media, clock)
         if response.status_code == 200:
             _forward(state, request, body)
     except RequestRejected as rejected:
@@ -284,24 +289,38 @@ def _forward(state: AppState, request: Request, body: bytes) -> None:
         logger.exception("ctxledger collector: could not queue an export for forwarding")
 
 
-def _store_export(state: AppState, body: bytes, gzipped: bool, media: str) -> Response:
+def _store_export(
+    state: AppState, body: bytes, gzipped: bool, media: str, clock: RequestClock
+) -> Response:
     """Decompress, decode and store one export, a chunk at a time; the answer once every
     chunk is committed. An outage halfway answers 503: the retry stores the chunks
-    already stored again, which changes nothing (upserts)."""
+    already stored again, which changes nothing (upserts). Past the request time limit
+    the remaining chunks are rejected instead of stored (:mod:`..deadline`)."""
     if gzipped:
         body = _gunzip(body, state.settings.max_decompressed_bytes)
     stored = DecodedBatch()
     try:
         settings = state.settings
         chunks = decode_export_chunks(
-            body, media, settings.ingest_chunk_spans, settings.store_message_content
+            body,
+            media,
+            settings.ingest_chunk_spans,
+            settings.store_message_content,
+            settings.decode_limits(),
         )
         for chunk in chunks:
-            done = _store(state, fit_to_columns(chunk))
+            if clock.may_store():
+                done = _store(state, fit_to_columns(chunk))
+                clock.chunks_stored += 1
+            else:
+                done = past_deadline(chunk, settings.ingest_request_timeout_s)
             _count_spans(state, done)
+            _log_rejections(state, done.rejected)
             stored.rejected.extend(done.rejected)
     except MalformedRequest as error:
         raise RequestRejected(400, str(error), _GRPC_INVALID_ARGUMENT) from error
+    except TooManySpans as error:
+        raise RequestRejected(413, str(error), _GRPC_RESOURCE_EXHAUSTED) from error
     except StatementError as error:
         if not is_storage_outage(error):
             raise
@@ -314,6 +333,22 @@ def _store_export(state: AppState, body: bytes, gzipped: bool, media: str) -> Re
             **{"Retry-After": str(state.settings.retry_after_s)},
         )
     return _success(media, stored)
+
+
+def _log_rejections(state: AppState, rejected: list[Rejection]) -> None:
+    """Count the rejections by reason and list them for ``GET /api/v1/rejections``.
+    An outage raises (the export is answered 503 and retried); any other failure to
+    list them is logged: the spans stay rejected and counted either way."""
+    for code, count in reason_counts(rejected).items():
+        state.metrics.rejected_spans.labels(code).inc(count)
+    try:
+        record_rejections(state.engine, rejected, state.settings.rejections_kept)
+    except StatementError as error:
+        if is_storage_outage(error):
+            raise
+        logger.warning(
+            "ctxledger collector: could not list %d rejections: %s", len(rejected), error
+        )
 
 
 def _count_spans(state: AppState, batch: DecodedBatch) -> None:

@@ -21,6 +21,7 @@ from ctxledger_dashboard.alert_style import (
     timestamp,
 )
 from ctxledger_dashboard.page_kit import api_url, fetch, live, when
+from ctxledger_dashboard.rejections_panel import rejected_spans
 
 PROMETHEUS_RULES = "https://github.com/ctxledger/ctxledger/blob/main/docs/prometheus-alerts.yml"
 
@@ -186,8 +187,8 @@ def _no_alert_yet(data: dict[str, Any]) -> None:
 def render() -> None:
     st.title("Alerts")
     st.caption(
-        "What the collector's alert rules matched, which notifications went out, and how "
-        "their delivery went (webhooks, Slack, log)."
+        "What the collector's alert rules matched, which notifications went out, how "
+        "their delivery went (webhooks, Slack, log), and the spans it rejected."
     )
     data = fetch("alerts", limit=1)
     if data is None:
@@ -206,6 +207,7 @@ def render() -> None:
         _headline(data, pending, dead)
         _groups(data["groups"])
         notification_history(data["rules"])
+    rejected_spans()
     _configuration(data["rules"], data["sinks"])
     _prometheus()
 

@@ -1,0 +1,127 @@
+"""Protobuf OTLP bodies read into spans within the ingest limits (see :mod:`.otlp_spans`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from google.protobuf.message import DecodeError
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+
+from ctxledger import semconv as sc
+from ctxledger_collector.derive import SpanEvent
+from ctxledger_collector.otlp_spans import (
+    DecodeLimits,
+    MalformedRequest,
+    RawSpan,
+    Refused,
+    check_count,
+    check_length,
+    check_nesting,
+    too_many_spans,
+)
+from ctxledger_collector.rejection_codes import Rejection
+
+
+def _proto_string(text: str, limits: DecodeLimits) -> str:
+    check_length(len(text), limits.max_value_chars, "string value")
+    return text
+
+
+def _proto_value(value: AnyValue, limits: DecodeLimits, level: int = 0) -> Any:
+    """One value; ``level`` counts the arrays and key/value lists around it."""
+    kind = value.WhichOneof("value")
+    if kind == "string_value":  # most values: tried first
+        return _proto_string(value.string_value, limits)
+    if kind == "array_value":  # mostly strings (item ids, field names): no call for those
+        check_nesting(level + 1, limits)
+        values = value.array_value.values
+        check_length(len(values), limits.max_value_items, "array")
+        return [
+            _proto_string(v.string_value, limits)
+            if v.WhichOneof("value") == "string_value"
+            else _proto_value(v, limits, level + 1)
+            for v in values
+        ]
+    if kind is None:
+        return None
+    if kind == "kvlist_value":
+        check_nesting(level + 1, limits)
+        entries = value.kvlist_value.values
+        check_length(len(entries), limits.max_value_items, "key/value list")
+        return _proto_attributes(entries, limits, level + 1)
+    if kind == "bytes_value":
+        check_length(len(value.bytes_value), limits.max_value_chars, "bytes value")
+    return getattr(value, kind)
+
+
+def _proto_attributes(
+    entries: Sequence[KeyValue], limits: DecodeLimits, level: int = 0
+) -> dict[str, Any]:
+    return {_proto_string(kv.key, limits): _proto_value(kv.value, limits, level) for kv in entries}
+
+
+def _proto_service(attributes: Sequence[KeyValue]) -> str | None:
+    """The resource's ``service.name``: the one resource attribute the collector reads."""
+    for kv in attributes:
+        if kv.key == sc.SERVICE_NAME and kv.value.WhichOneof("value") == "string_value":
+            return kv.value.string_value
+    return None
+
+
+def proto_spans(body: bytes, limits: DecodeLimits) -> Iterator[RawSpan | Rejection]:
+    """The spans of a protobuf body, parsed whole first (so a malformed or oversized
+    body is refused before any span is handed out)."""
+    request = ExportTraceServiceRequest()
+    try:
+        request.ParseFromString(body)
+    except (DecodeError, RecursionError) as error:
+        raise MalformedRequest(
+            f"body is not a protobuf ExportTraceServiceRequest: {error}"
+        ) from error
+    too_many_spans(sum(len(s.spans) for r in request.resource_spans for s in r.scope_spans), limits)
+    return _proto_request_spans(request, limits)
+
+
+def _proto_request_spans(
+    request: ExportTraceServiceRequest, limits: DecodeLimits
+) -> Iterator[RawSpan | Rejection]:
+    for resource_spans in request.resource_spans:
+        service = _proto_service(resource_spans.resource.attributes)
+        for scope_spans in resource_spans.scope_spans:
+            for span in scope_spans.spans:
+                try:
+                    check_count(len(span.attributes), limits.max_attributes, "attributes")
+                    check_count(len(span.events), limits.max_events, "events")
+                    for event in span.events:
+                        check_count(
+                            len(event.attributes), limits.max_attributes, "event attributes"
+                        )
+                    yield RawSpan(
+                        trace_id=span.trace_id.hex(),
+                        span_id=span.span_id.hex(),
+                        name=_proto_string(span.name, limits),
+                        end_time_unix_nano=span.end_time_unix_nano,
+                        attributes=_proto_attributes(span.attributes, limits),
+                        dropped_attributes_count=span.dropped_attributes_count,
+                        service_name=service,
+                        start_time_unix_nano=span.start_time_unix_nano,
+                        parent_span_id=span.parent_span_id.hex() or None,
+                        status_code=span.status.code,
+                        events=tuple(
+                            SpanEvent(
+                                _proto_string(e.name, limits),
+                                _proto_attributes(e.attributes, limits),
+                            )
+                            for e in span.events
+                        ),
+                    )
+                except Refused as refused:
+                    yield Rejection(
+                        span.trace_id.hex(),
+                        span.span_id.hex(),
+                        refused.detail,
+                        refused.code,
+                        service,
+                    )

@@ -1,0 +1,72 @@
+"""The spans the collector rejected at ingest: a section of the Alerts page.
+
+Stock OpenTelemetry exporters ignore the ``partial_success`` answer that names rejected
+spans, so nobody sees them unless they are shown here (and counted in ``/metrics``)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from ctxledger_dashboard.alert_style import plural, timestamp
+from ctxledger_dashboard.page_kit import api_url, fetch
+
+SHOWN = 200
+
+
+def _table(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    return pd.DataFrame(
+        [
+            {
+                "rejected": timestamp(r["rejected_at"]),
+                "reason": r["reason"],
+                "service": r["service_name"] or "",
+                "trace id": r["trace_id"],
+                "span id": r["span_id"],
+                "detail": r["detail"],
+            }
+            for r in rows
+        ]
+    )
+
+
+def rejected_spans() -> None:
+    data = fetch("rejections", limit=SHOWN)
+    if data is None:  # a collector from before the rejections API
+        return
+    st.subheader("Rejected spans")
+    rows = data["rejections"]
+    if not rows:
+        st.caption(
+            "No span has been rejected: every measurement and manifest the collector "
+            "received met the contract and its limits."
+        )
+        return
+    by_reason = Counter(r["reason"] for r in rows)
+    reasons = ", ".join(f"`{reason}` {count:,}" for reason, count in by_reason.most_common())
+    shown = f"the newest {len(rows):,} of {data['total']:,}" if data["total"] > len(rows) else ""
+    st.warning(
+        f"**{plural(data['total'], 'span')} rejected at ingest** (kept: the newest "
+        f"{data['kept']:,}). By reason{' in ' + shown if shown else ''}: {reasons}. Standard "
+        "OpenTelemetry exporters do not report these to the application.",
+        icon=":material/block:",
+    )
+    st.dataframe(
+        _table(rows),
+        hide_index=True,
+        width="stretch",
+        height=min(38 + 35 * len(rows), 420),
+        column_config={
+            "rejected": st.column_config.DatetimeColumn(format="distance"),
+            "detail": st.column_config.TextColumn(width="large"),
+        },
+    )
+    base = api_url()
+    st.caption(
+        f"All of them: [`{base}/api/v1/rejections`]({base}/api/v1/rejections) (pages with "
+        "`before=`); counted by reason in `ctxledger_ingest_rejected_spans_total{reason}`. "
+        "See docs/collector.md."
+    )

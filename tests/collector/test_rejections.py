@@ -1,0 +1,221 @@
+"""Rejections are visible to clients that ignore ``partial_success``: every rejected span
+is listed at ``GET /api/v1/rejections`` with its reason and counted by reason in
+``/metrics``; the ingest limits (spans per request, attributes, value length, nesting,
+request time) each answer with a 4xx or such a counted rejection, the rest kept.
+A live collector on SQLite and PostgreSQL, bodies sent over real HTTP."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+
+from ctxledger import semconv as sc
+from ctxledger_collector.rejection_codes import REASONS
+from ctxledger_collector.settings import Settings
+from tests.collector import otlp_payloads as op
+from tests.collector.live_collector import LiveCollector
+from tests.collector.test_ingest import (
+    REQUEST,
+    assert_reference_journey,
+    metric_samples,
+    post,
+    reports,
+)
+
+
+def _nested(depth: int) -> Any:
+    value: Any = "leaf"
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def _field(number: int, payload: bytes) -> bytes:
+    """One length-delimited protobuf field."""
+    size, length = bytearray(), len(payload)
+    while True:
+        size.append((length & 0x7F) | (0x80 if length > 0x7F else 0))
+        length >>= 7
+        if not length:
+            break
+    return bytes([number << 3 | 2]) + bytes(size) + payload
+
+
+def _deeply_nested_proto_body(trace: bytes, depth: int) -> bytes:
+    """A measurement span with an attribute nested ``depth`` arrays deep, written as
+    protobuf bytes by hand (the protobuf runtime itself refuses to build it)."""
+    value = AnyValue(string_value="leaf").SerializeToString()
+    for _ in range(depth):
+        value = _field(5, _field(1, value))  # AnyValue.array_value{ values: [value] }
+    attribute = KeyValue(key="x.deep").SerializeToString() + _field(2, value)
+    request = op.proto_request(trace, [op.Span(_stage("deep"))])
+    resource = request.resource_spans[0]
+    scope = resource.scope_spans[0]
+    span = scope.spans[0].SerializeToString() + _field(9, attribute)
+    del scope.spans[:]
+    scope_bytes = scope.SerializeToString() + _field(2, span)
+    del resource.scope_spans[:]
+    return _field(1, resource.SerializeToString() + _field(2, scope_bytes))
+
+
+def _stage(call_id: str, **extra: Any) -> dict[str, Any]:
+    attrs = op.stage_attributes(sc.STAGE_ORIGINAL, call_id, chars=9, tokens=2, items=1, step=1)
+    attrs.update(extra)
+    return {k: v for k, v in attrs.items() if v is not None}  # None: left out
+
+
+def _over_the_limits() -> dict[str, op.Span]:
+    """One span per per-span limit (the settings below), by expected reason."""
+    return {
+        "too_many_attributes": op.Span(_stage("c1", **{f"x.{i}": i for i in range(40)})),
+        "value_too_long": op.Span(_stage("c2", **{"x.long": "数" * 101})),
+        "nesting_too_deep": op.Span(_stage("c3", **{"x.deep": _nested(4)})),
+        "contract": op.Span(_stage("c4", **{sc.SIZE_CHARS: "nine"})),
+    }
+
+
+def _rejections(collector: LiveCollector, **params: Any) -> list[dict[str, Any]]:
+    """Every rejection kept, page by page (newest first)."""
+    found: list[dict[str, Any]] = []
+    cursor: int | None = None
+    with collector.client() as http:
+        while True:
+            query = {**params, "limit": 2, **({"before": cursor} if cursor else {})}
+            answer = http.get("/api/v1/rejections", params=query)
+            assert answer.status_code == 200, answer.text
+            page = answer.json()
+            found += page["rejections"]
+            cursor = page["next_before"]
+            if cursor is None:
+                return found
+
+
+def _rejected_by_reason(collector: LiveCollector) -> dict[str, float]:
+    samples = metric_samples(collector)
+    return {
+        reason: samples[("ctxledger_ingest_rejected_spans_total", frozenset({("reason", reason)}))]
+        for reason in REASONS
+    }
+
+
+def _limited(database_url: str, **overrides: Any) -> Settings:
+    values: dict[str, Any] = {
+        "database_url": database_url,
+        "auto_migrate": True,
+        "sweep_interval_s": 3600.0,
+        "max_span_attributes": 32,
+        "max_value_chars": 100,
+        "max_value_depth": 3,
+        "max_spans_per_request": 50,
+        **overrides,
+    }
+    return Settings(**values)
+
+
+def test_every_rejection_is_listed_and_counted_by_reason(database_url: str) -> None:
+    with LiveCollector(_limited(database_url)) as collector:
+        assert set(_rejected_by_reason(collector).values()) == {0.0}  # exported from the start
+        sent: dict[tuple[str, str], str] = {}
+        for encoding in (op.PROTOBUF, op.JSON_TYPE):
+            trace = op.new_trace_id()
+            bad = _over_the_limits()
+            # More than the 5 spans partial_success names: the API lists them all.
+            bad |= {
+                f"contract-{i}": op.Span(_stage(f"d{i}", **{sc.SIZE_CHARS: None})) for i in range(4)
+            }
+            good = op.journey_spans(f"call_{encoding[-4:]}", REQUEST)
+            spans = [*good[:2], *bad.values(), *good[2:]]
+            make = op.proto_body if encoding == op.PROTOBUF else op.json_body
+            answer = post(collector, make(trace, spans), encoding)
+            assert answer.status_code == 200, answer.text
+            if encoding == op.PROTOBUF:
+                partial = ExportTraceServiceResponse.FromString(answer.content).partial_success
+                assert partial.rejected_spans == len(bad)
+            else:
+                assert int(answer.json()["partialSuccess"]["rejectedSpans"]) == len(bad)
+            assert_reference_journey(
+                reports(collector, trace), trace.hex(), f"call_{encoding[-4:]}"
+            )
+            for label, span in bad.items():
+                sent[(trace.hex(), span.span_id.hex())] = label.split("-")[0]
+
+        listed = _rejections(collector)
+        assert {(r["trace_id"], r["span_id"]): r["reason"] for r in listed} == sent
+        assert all(r["service_name"] == op.SERVICE_NAME and r["detail"] for r in listed)
+        assert [r["id"] for r in listed] == sorted((r["id"] for r in listed), reverse=True)
+        only_deep = _rejections(collector, reason="nesting_too_deep")
+        assert len(only_deep) == 2 and "deeper than 3" in only_deep[0]["detail"]
+
+        counted = _rejected_by_reason(collector)
+        assert counted["too_many_attributes"] == counted["value_too_long"] == 2
+        assert counted["nesting_too_deep"] == 2 and counted["contract"] == 10
+
+        # A replayed export lists each rejected span once, not twice.
+        trace = op.new_trace_id()
+        body = op.proto_body(trace, list(_over_the_limits().values()))
+        assert post(collector, body).status_code == post(collector, body).status_code == 200
+        assert len(_rejections(collector, trace_id=trace.hex())) == 4
+
+
+def test_request_limits_answer_413_and_bad_values_never_500(database_url: str) -> None:
+    with LiveCollector(_limited(database_url)) as collector:
+        trace = op.new_trace_id()
+        many = [op.plain_span() for _ in range(51)]
+        for encoding, make in ((op.PROTOBUF, op.proto_body), (op.JSON_TYPE, op.json_body)):
+            answer = post(collector, make(trace, many), encoding)
+            assert answer.status_code == 413, answer.text
+            assert "51 spans, over the limit of 50" in answer.text
+
+        # Nesting far past any recursion limit: refused, never a RecursionError (500).
+        answer = post(collector, _deeply_nested_proto_body(trace, 5_000))
+        assert answer.status_code == 400, answer.text
+        answer = post(collector, _deeply_nested_proto_body(trace, 40))
+        assert answer.status_code == 200, answer.text
+        assert _rejections(collector)[0]["reason"] == "nesting_too_deep"
+        value: dict[str, Any] = {"stringValue": "leaf"}
+        for _ in range(300):
+            value = {"arrayValue": {"values": [value]}}
+        document = json.loads(op.json_body(trace, [op.Span(_stage("deep"))]))
+        span = document["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
+        span["attributes"].append({"key": "x.deep", "value": value})
+        answer = post(collector, json.dumps(document).encode(), op.JSON_TYPE)
+        assert answer.status_code == 200, answer.text
+        assert _rejections(collector)[0]["reason"] == "nesting_too_deep"
+        # Numbers no span can hold are a malformed span, not a crash.
+        span["attributes"] = [{"key": sc.SIZE_CHARS, "value": {"intValue": "1" * 5000}}]
+        answer = post(collector, json.dumps(document).encode(), op.JSON_TYPE)
+        assert answer.status_code == 200, answer.text
+        assert _rejections(collector)[0]["reason"] == "malformed_span"
+
+
+def test_past_the_request_time_limit_the_rest_is_rejected_not_lost(database_url: str) -> None:
+    # Any export takes longer than a nanosecond: the first chunk is stored, then no more.
+    settings = _limited(database_url, ingest_chunk_spans=4, ingest_request_timeout_s=1e-9)
+    with LiveCollector(settings) as collector:
+        trace = op.new_trace_id()
+        spans = [s for i in range(3) for s in op.journey_spans(f"call_{i}", f"req_{i}")]
+        answer = post(collector, op.proto_body(trace, spans))
+        assert answer.status_code == 200, answer.text
+        partial = ExportTraceServiceResponse.FromString(answer.content).partial_success
+        assert partial.rejected_spans == len(spans) - 4
+        assert {r["tool_call_id"] for r in reports(collector, trace)} == {"call_0"}
+        rejected = {r["span_id"] for r in _rejections(collector, reason="request_deadline")}
+        assert len(rejected) == len(spans) - 4
+        assert {s.span_id.hex() for s in spans[4:]} == rejected  # exactly those not stored
+
+
+def test_only_the_newest_rejections_are_kept(database_url: str) -> None:
+    with LiveCollector(_limited(database_url, rejections_kept=3)) as collector:
+        trace = op.new_trace_id()
+        for batch in range(3):
+            bad = [op.Span(_stage(f"b{batch}{i}", **{sc.SIZE_CHARS: None})) for i in range(2)]
+            assert post(collector, op.proto_body(trace, bad)).status_code == 200
+        kept = _rejections(collector)
+        assert [r["span_id"] for r in kept] == [s.span_id.hex() for s in reversed(bad)] + [
+            kept[-1]["span_id"]
+        ]
+        assert len(kept) == 3
+        assert _rejected_by_reason(collector)["contract"] == 6  # the metric counts them all
