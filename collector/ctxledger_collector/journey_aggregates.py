@@ -21,6 +21,7 @@ from typing import Any
 
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     ColumnElement,
     Select,
     and_,
@@ -76,8 +77,8 @@ def _from_counters(
     c = JOURNEY_COUNTS.c
     label = (c.bucket // width) * width if width else literal(0)
     group = [label, *(c[name] for name in by)]
-    covered = or_(
-        *(and_(c.grain == s.grain, c.bucket >= s.start, c.bucket < s.end) for s in spans.counters)
+    covered = balanced_or(
+        [and_(c.grain == s.grain, c.bucket >= s.start, c.bucket < s.end) for s in spans.counters]
     )
     query = (
         select(*group, func.sum(c.journeys), func.sum(c.lost_items), func.sum(c.lost_tokens))
@@ -87,9 +88,28 @@ def _from_counters(
     return list(session.execute(query))
 
 
+#: SQLite parses ``a OR b OR c ...`` into a tree as deep as the list, and refuses one
+#: deeper than 1,000; a timeline of many unaligned buckets has thousands of slices.
+_OR_FANOUT = 32
+
+
+def balanced_or(clauses: Sequence[ColumnElement[bool]]) -> ColumnElement[bool]:
+    """``OR`` of the clauses, nested in groups so that its depth stays logarithmic.
+    SQLAlchemy flattens an OR of ORs (parentheses included), so each group is wrapped
+    in ``coalesce(..., false)``, the same truth value, as one operand of the outer OR."""
+    if len(clauses) <= _OR_FANOUT:
+        return or_(*clauses)
+    size = -(-len(clauses) // _OR_FANOUT)
+    groups = [clauses[i : i + size] for i in range(0, len(clauses), size)]
+    nested: list[ColumnElement[bool]] = [
+        func.coalesce(balanced_or(group), false(), type_=Boolean) for group in groups
+    ]
+    return or_(*nested)
+
+
 def _in_times(spans: Sequence[TimeSpan]) -> ColumnElement[bool]:
     t = REPORTS.c.last_observed_at
-    return or_(*(and_(t >= s.start, t < s.end) for s in spans)) if spans else false()
+    return balanced_or([and_(t >= s.start, t < s.end) for s in spans]) if spans else false()
 
 
 def _report_query(by: Sequence[str], width: int | None) -> tuple[Select[Any], list[Any]]:
