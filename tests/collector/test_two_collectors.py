@@ -56,7 +56,6 @@ ROOT = Path(__file__).resolve().parents[2]
 PROTOBUF = "application/x-protobuf"
 
 
-
 @pytest.fixture
 def reference_postgres_url() -> Iterator[str]:
     """A second fresh PostgreSQL database, for the single reference collector."""
