@@ -74,6 +74,8 @@ class Load:
     journeys: int = 20
     senders: int = 2
     timeout_s: float = 30.0
+    pause_s: float = 0.0
+    """Between one sender's exports."""
     acked: set[str] = field(default_factory=set)
     failed: set[str] = field(default_factory=set)
     exports: int = 0
@@ -102,6 +104,7 @@ class Load:
                 (self.acked if result == SpanExportResult.SUCCESS else self.failed).update(
                     batch.ids
                 )
+            self._stop.wait(self.pause_s)
         exporter.shutdown()
 
     def wait_for_exports(self, count: int, timeout_s: float = 60.0) -> None:
@@ -133,7 +136,7 @@ def stored_span_ids(database_url: str) -> set[str]:
     return {span_id_of(number) for number in numbers}
 
 
-def wait_until(predicate: object, timeout_s: float = 60.0, what: str = "") -> None:
+def wait_until(predicate: object, timeout_s: float = 120.0, what: str = "") -> None:
     assert callable(predicate)
     deadline = time.monotonic() + timeout_s
     while not predicate():
@@ -144,7 +147,9 @@ def wait_until(predicate: object, timeout_s: float = 60.0, what: str = "") -> No
 def metric(url: str, name: str, **labels: str) -> float:
     """One sample of the collector's /metrics (0 when absent)."""
     text = httpx.get(url + "/metrics", timeout=10).text
-    wanted = name + ("{" + ",".join(f'{k}="{v}"' for k, v in labels.items()) + "}" if labels else "")
+    wanted = name + (
+        "{" + ",".join(f'{k}="{v}"' for k, v in labels.items()) + "}" if labels else ""
+    )
     for line in text.splitlines():
         if line.startswith(wanted + " "):
             return float(line.split()[-1])

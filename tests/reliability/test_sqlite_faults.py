@@ -122,11 +122,10 @@ def small_tmpfs(path: Path, size: str) -> Iterator[Path]:
 def _fill(folder: Path) -> Path:
     """Fill the file system under ``folder`` to the last byte."""
     filler = folder / "filler"
-    with filler.open("wb") as file:
-        with contextlib.suppress(OSError):
-            while True:
-                file.write(b"\0" * 65536)
-                file.flush()
+    with filler.open("wb") as file, contextlib.suppress(OSError):
+        while True:
+            file.write(b"\0" * 65536)
+            file.flush()
     with contextlib.suppress(OSError), filler.open("ab") as file:
         while True:
             file.write(b"\0")
@@ -154,9 +153,7 @@ def test_disk_full_spools_and_replays_once_space_is_freed(tmp_path: Path) -> Non
             assert metric(c.url, "ctxledger_ingest_spooled_total", outcome="kept") >= 1
 
             filler.unlink()
-            wait_until(
-                lambda: metric(c.url, "ctxledger_ingest_spool_requests") == 0, what="replay"
-            )
+            wait_until(lambda: metric(c.url, "ctxledger_ingest_spool_requests") == 0, what="replay")
             assert httpx.get(c.url + "/readyz", timeout=10).status_code == 200
         sent = first.ids.union(*(b.ids for b in batches))
         assert stored_span_ids(f"sqlite:///{database}") == sent
