@@ -4,6 +4,7 @@ server. Skips when the server binaries are not installed."""
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import shutil
@@ -66,8 +67,6 @@ def private_postgres() -> Iterator[PrivatePostgres]:
         server.start()
         yield server
     finally:
-        try:
+        with contextlib.suppress(subprocess.CalledProcessError):  # already stopped
             server.stop()
-        except subprocess.CalledProcessError:
-            pass  # already stopped
         shutil.rmtree(folder, ignore_errors=True)
