@@ -15,7 +15,6 @@ from sqlalchemy import create_engine
 from tests.collector.live_collector import free_port
 from tests.reliability.kit import Load, ServeProcess, stored_span_ids, wait_until
 
-
 _ALERTS = """\
 group_window_s: 1
 rules:
@@ -108,13 +107,14 @@ def test_kill_9_under_load_ten_times_loses_no_acknowledged_span(tmp_path: Path) 
             if kill == 0:
                 load.start()
             acked = len(load.acked)
-            wait_until(lambda: len(load.acked) > acked, what="an export answered 200")
+            wait_until(lambda n=acked: len(load.acked) > n, what="an export answered 200")
             collector.signal(signal.SIGKILL)
             assert collector.wait(timeout_s=10) == -signal.SIGKILL
         collector.start()  # restart clean: WAL recovered, ready, spool replayed
         wait_until(
-            lambda: httpx.get(collector.url + "/readyz", timeout=10).json()["spool"]["requests"]
-            == 0,
+            lambda: (
+                httpx.get(collector.url + "/readyz", timeout=10).json()["spool"]["requests"] == 0
+            ),
             what="a ready collector with an empty spool",
         )
         load.wait_for_exports(load.exports + 2)
@@ -129,5 +129,3 @@ def test_kill_9_under_load_ten_times_loses_no_acknowledged_span(tmp_path: Path) 
     assert load.acked <= stored, f"{len(load.acked - stored)} acknowledged spans lost"
     assert stored <= load.sent
     _no_duplicate_alerts(database_url)
-
-
