@@ -53,9 +53,8 @@ def test_sigterm_mid_load_commits_what_was_answered_and_exits_in_bounded_time(
     tmp_path: Path,
 ) -> None:
     collector = ServeProcess(
-        _env(tmp_path, CTXLEDGER_SHUTDOWN_TIMEOUT_S="2", CTXLEDGER_INGEST_BODY_TIMEOUT_S="600"),
-        tmp_path / "serve.log",
-    ).start()
+        _env(tmp_path, CTXLEDGER_INGEST_BODY_TIMEOUT_S="600"), tmp_path / "serve.log"
+    ).start("--shutdown-timeout", "2")
     load = Load(collector.url, journeys=10, senders=2, timeout_s=5).start()
     try:
         load.wait_for_exports(4)
