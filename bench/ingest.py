@@ -86,12 +86,14 @@ def run_point(
     workdir: Path,
     pg_admin_url: str,
     workers: int = 1,
+    sqlite_synchronous: str = "FULL",
 ) -> Point:
     name = f"{database}-{load.spans_per_trace}"
     keys = load.span_keys()
+    settings = {"CTXLEDGER_SQLITE_SYNCHRONOUS": sqlite_synchronous}
     with (
         fresh_database(database, workdir, name, pg_admin_url) as url,
-        collector(url, workdir / f"serve-{name}.log", workers=workers) as running,
+        collector(url, workdir / f"serve-{name}.log", settings, workers=workers) as running,
     ):
         sampler = RssSampler(running.pid).start()
         result = feed(running.traces_endpoint, batches_of(load.spans, batch), threads, 60.0)
@@ -283,6 +285,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=1,
         help="collector worker processes on PostgreSQL (`ctxledger serve --workers`)",
     )
+    parser.add_argument(
+        "--sqlite-synchronous",
+        choices=("FULL", "NORMAL"),
+        default="FULL",
+        help="CTXLEDGER_SQLITE_SYNCHRONOUS of the collector (FULL: every commit on disk "
+        "before the answer, the default; NORMAL: synced at checkpoints)",
+    )
     parser.add_argument("--seed", type=int, default=workload.SEED)
     parser.add_argument(
         "--plot",
@@ -322,7 +331,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPUs "
         f"(shared: client, collector and database on one machine); batches of {args.batch} "
         f"from {args.threads} client threads, stock OTLPSpanExporter; seed {args.seed}; "
-        f"PostgreSQL collector workers: {args.pg_workers}\n"
+        f"PostgreSQL collector workers: {args.pg_workers}; "
+        f"SQLite synchronous={args.sqlite_synchronous}\n"
     )
     started = time.perf_counter()
     loads = [workload.build(max(args.spans, n), n, args.seed) for n in args.lengths]
@@ -351,6 +361,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     workdir,
                     args.pg_admin_url,
                     workers=args.pg_workers if database == "postgresql" else 1,
+                    sqlite_synchronous=args.sqlite_synchronous,
                 )
                 points.append(point)
                 print(

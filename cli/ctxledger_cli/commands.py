@@ -57,6 +57,10 @@ def handle_serve(args: argparse.Namespace) -> int:
     if args.database_url:
         os.environ["CTXLEDGER_DATABASE_URL"] = args.database_url
     # Through the environment, so that every worker process reads the same settings.
+    if args.shutdown_timeout is not None:
+        os.environ["CTXLEDGER_SHUTDOWN_TIMEOUT_S"] = str(args.shutdown_timeout)
+    if args.spool_dir:
+        os.environ["CTXLEDGER_INGEST_SPOOL_DIR"] = args.spool_dir
     if args.forward_to:
         os.environ["CTXLEDGER_FORWARD_TO"] = json.dumps(args.forward_to)
     if args.forward_header:

@@ -71,6 +71,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="worker processes on the one port (PostgreSQL only; default 1)",
     )
     serve.add_argument(
+        "--shutdown-timeout",
+        type=int,
+        metavar="SECONDS",
+        help="on SIGTERM, how long requests in flight may still finish before they are "
+        "cancelled; overrides CTXLEDGER_SHUTDOWN_TIMEOUT_S (default 10)",
+    )
+    serve.add_argument(
+        "--spool-dir",
+        metavar="DIR",
+        help="where exports accepted during a database outage wait on disk ('off': answer "
+        "503 instead); overrides CTXLEDGER_INGEST_SPOOL_DIR",
+    )
+    serve.add_argument(
         "--forward-to",
         action="append",
         metavar="URL",

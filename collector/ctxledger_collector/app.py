@@ -17,18 +17,25 @@ from ctxledger_collector.alerts.config import default_config, load_alerts_config
 from ctxledger_collector.alerts.delivery import DeliveryWorker
 from ctxledger_collector.alerts.events import AlertContext
 from ctxledger_collector.database import make_engine
+from ctxledger_collector.exit_deadline import arm_exit_deadline
 from ctxledger_collector.forwarding.forwarder import Forwarder
-from ctxledger_collector.metrics import CollectorMetrics
+from ctxledger_collector.ingest_spool import IngestSpool
+from ctxledger_collector.metrics import CollectorMetrics, SpoolSize
 from ctxledger_collector.migrate import is_up_to_date, upgrade
 from ctxledger_collector.partitions import ensure_ahead
+from ctxledger_collector.readiness import ReadinessProbe
 from ctxledger_collector.retention import prune, retention_cutoff
 from ctxledger_collector.routes import alerts as alert_routes
-from ctxledger_collector.routes import health, ingest, queries, rejections, stats
+from ctxledger_collector.routes import errors, health, ingest, queries, rejections, stats
 from ctxledger_collector.settings import Settings
+from ctxledger_collector.spool_replay import SpoolReplayer
 from ctxledger_collector.state import AppState
 from ctxledger_collector.store import Store
 
 logger = logging.getLogger("ctxledger.collector")
+
+#: At shutdown, how long the spool replayer may take to finish the export it is storing.
+_REPLAY_STOP_S = 5.0
 
 
 class SchemaNotMigrated(RuntimeError):
@@ -82,13 +89,25 @@ def load_alerts(settings: Settings) -> AlertContext:
     )
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
-    """Build the collector app. The database is prepared when the app starts."""
+def _spool_size(spool: IngestSpool) -> SpoolSize:
+    usage = spool.usage()
+    return SpoolSize(
+        usage.requests, usage.spans, usage.bytes, spool.max_bytes if spool.enabled else 0
+    )
+
+
+def create_app(settings: Settings | None = None, exit_deadline_s: float | None = None) -> FastAPI:
+    """Build the collector app. The database is prepared when the app starts.
+
+    ``exit_deadline_s`` (set by ``ctxledger serve``, never in a process that hosts the
+    app among other work) bounds how long the process may linger after the app stopped:
+    a worker thread stuck in a hung database call cannot hold the exit."""
     settings = settings or Settings()
     alerts = load_alerts(settings)
-    engine = make_engine(settings.database_url)
+    engine = make_engine(settings.database_url, sqlite_synchronous=settings.sqlite_synchronous)
     metrics = CollectorMetrics(engine, label_cap=alerts.config.label_cap)
     forwarder = Forwarder(settings.forward_destinations(), settings.forward_limits(), metrics)
+    spool = IngestSpool.from_settings(settings)
     state = AppState(
         settings=settings,
         engine=engine,
@@ -97,7 +116,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         alerts=alerts,
         admission=IngestAdmission(settings.admission_limits()),
         forwarder=forwarder,
+        spool=spool,
+        readiness=ReadinessProbe(engine, settings, spool),
     )
+    replayer = SpoolReplayer(spool, lambda export: ingest.replay_spooled(state, export), metrics)
+    state.replayer = replayer
+    metrics.watch_spool(lambda: _spool_size(spool))
     worker = DeliveryWorker(
         engine,
         alerts,
@@ -115,6 +139,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         retainer = asyncio.create_task(_retain_forever(state))
         worker.start()
         forwarder.start()
+        replayer.start()  # a spool left by an earlier process is replayed now
         # What start-up made lives as long as the process: out of the cyclic collector's
         # sight, a full collection during a large answer walks only that answer's
         # objects (a run of 1,000 journeys: ~270 -> ~95 ms, most of it was collections).
@@ -128,10 +153,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
-            # The server has stopped taking requests: flush the forwarding queues (bounded).
+            # The server has stopped taking requests: stop replaying (what is left stays
+            # on disk for the next start), flush the forwarding queues (bounded), hand
+            # back the alert leases this process holds.
+            await run_in_threadpool(replayer.stop, _REPLAY_STOP_S)
             await run_in_threadpool(forwarder.stop)
             await run_in_threadpool(worker.stop)
             engine.dispose()
+            if exit_deadline_s is not None:
+                arm_exit_deadline(exit_deadline_s)
 
     app = FastAPI(
         title="ctxledger collector",
@@ -146,4 +176,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(alert_routes.router)
     app.include_router(rejections.router)
     app.include_router(health.router)
+    errors.install(app)
     return app

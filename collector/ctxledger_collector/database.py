@@ -3,10 +3,28 @@ tells an outage from a refusal."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import ExceptionContext
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+
+SqliteSynchronous = Literal["FULL", "NORMAL"]
+
+# SQLite result codes after which a connection must not be used again: it may have been
+# opened read-only (the file was not writable then: SQLite falls back silently and stays
+# so), or it met a full disk or an I/O error. A fresh connection sees the file as it is.
+# (Primary result codes; the sqlite3 module has the names but its stubs do not.)
+_SQLITE_POISONING_CODES = frozenset(
+    {
+        8,  # SQLITE_READONLY
+        10,  # SQLITE_IOERR
+        11,  # SQLITE_CORRUPT
+        13,  # SQLITE_FULL
+        14,  # SQLITE_CANTOPEN
+        26,  # SQLITE_NOTADB
+    }
+)
 
 
 def is_storage_outage(error: BaseException) -> bool:
@@ -21,11 +39,21 @@ def is_storage_outage(error: BaseException) -> bool:
     return isinstance(error, DBAPIError) and error.connection_invalidated
 
 
-def make_engine(url: str, **kwargs: Any) -> Engine:
-    """An engine tuned for the dialect: SQLite gets WAL, a busy timeout and immediate
-    write transactions (so concurrent writers queue instead of failing); PostgreSQL a
-    pre-pinged pool."""
+def poisons_sqlite_connection(error: BaseException | None) -> bool:
+    """Whether a SQLite error leaves its connection unusable for writes for good."""
+    primary = getattr(error, "sqlite_errorcode", None)
+    return primary is not None and (primary & 0xFF) in _SQLITE_POISONING_CODES
+
+
+def make_engine(url: str, sqlite_synchronous: SqliteSynchronous = "FULL", **kwargs: Any) -> Engine:
+    """An engine tuned for the dialect: SQLite gets WAL, a busy timeout, immediate write
+    transactions (so concurrent writers queue instead of failing) and ``synchronous``
+    FULL by default (a commit is on disk before it returns, so a 200 survives power
+    loss); PostgreSQL a pre-pinged pool. A SQLite connection that met a read-only file,
+    a full disk or an I/O error is discarded, so the next write opens a fresh one."""
     if url.startswith("sqlite"):
+        if sqlite_synchronous not in ("FULL", "NORMAL"):
+            raise ValueError(f"sqlite synchronous must be FULL or NORMAL, not {sqlite_synchronous}")
         engine = create_engine(
             url, connect_args={"timeout": 30, "check_same_thread": False}, **kwargs
         )
@@ -35,13 +63,18 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
             dbapi_connection.isolation_level = None  # we issue BEGIN ourselves
             cursor = dbapi_connection.cursor()
             cursor.execute("PRAGMA journal_mode=WAL")
-            cursor.execute("PRAGMA synchronous=NORMAL")
+            cursor.execute(f"PRAGMA synchronous={sqlite_synchronous}")
             cursor.execute("PRAGMA foreign_keys=ON")
             cursor.close()
 
         @event.listens_for(engine, "begin")
         def _on_begin(connection: Any) -> None:
             connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+        @event.listens_for(engine, "handle_error")
+        def _on_error(context: ExceptionContext) -> None:
+            if poisons_sqlite_connection(context.original_exception):
+                context.is_disconnect = True  # the pool drops this connection
 
         return engine
     return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=10, **kwargs)

@@ -95,6 +95,33 @@ class ForwardQueueCollector(Collector):
         yield size
 
 
+class SpoolSize(NamedTuple):
+    requests: int
+    spans: int
+    bytes: int
+    max_bytes: int
+
+
+class SpoolCollector(Collector):
+    """What the ingest spool holds, read from its folder at scrape time (every worker
+    process sharing the folder reports the same numbers)."""
+
+    def __init__(self, size: Callable[[], SpoolSize]) -> None:
+        self.size = size
+
+    def collect(self) -> Iterator[Metric]:
+        size = self.size()
+        for name, value, meaning in (
+            ("requests", size.requests, "Accepted exports waiting in the ingest spool"),
+            ("spans", size.spans, "Measurement and manifest spans of those exports"),
+            ("bytes", size.bytes, "Bytes of the ingest spool's files"),
+            ("max_bytes", size.max_bytes, "Bytes the ingest spool may hold (0: no spool)"),
+        ):
+            family = GaugeMetricFamily(f"ctxledger_ingest_spool_{name}", meaning)
+            family.add_metric([], value)
+            yield family
+
+
 class LabelLimiter:
     """Bounds label cardinality: the first ``cap`` distinct values pass, the rest become
     ``other`` (an agent or tool name is user data; a runaway one must not break Prometheus)."""
@@ -208,6 +235,21 @@ class CollectorMetrics:
             ["destination", "outcome"],
             registry=self.registry,
         )
+        self.spooled = Counter(
+            "ctxledger_ingest_spooled",
+            "Exports the database could not take, by what became of them: kept (on disk, "
+            "answered 200), full (the spool had no room: 503), failed (the spool could not "
+            "be written: 503), off (no spool: 503)",
+            ["outcome"],
+            registry=self.registry,
+        )
+        self.spool_replays = Counter(
+            "ctxledger_ingest_spool_replays",
+            "Spooled exports replayed into the database: stored, retried (the database "
+            "was still out), discarded (a damaged file)",
+            ["outcome"],
+            registry=self.registry,
+        )
         self.registry.register(JourneyCollector(engine, self.agent_label, self.tool_label))
 
     def count_changes(self, changes: Iterable[VerdictChange]) -> None:
@@ -225,6 +267,9 @@ class CollectorMetrics:
 
     def watch_forward_queues(self, sizes: Callable[[], Iterable[QueueSize]]) -> None:
         self.registry.register(ForwardQueueCollector(sizes))
+
+    def watch_spool(self, size: Callable[[], SpoolSize]) -> None:
+        self.registry.register(SpoolCollector(size))
 
     def observe_delivery(self, sink: str, outcome: str, seconds: float) -> None:
         self.notifications.labels(sink, outcome).inc()

@@ -9,11 +9,20 @@ import urllib.request
 from collections.abc import Callable
 
 import uvicorn
+from fastapi import FastAPI
 
 from ctxledger_collector.alerts.config import AlertsConfigError
 from ctxledger_collector.app import SchemaNotMigrated, create_app, load_alerts, prepare_database
 from ctxledger_collector.forwarding.destinations import ForwardConfigError
 from ctxledger_collector.settings import Settings
+
+#: After the app stopped, how long stuck worker threads may hold the process.
+EXIT_DEADLINE_S = 2.0
+
+
+def create_served_app() -> FastAPI:
+    """The app of one ``serve`` worker process, its exit bounded."""
+    return create_app(Settings(), exit_deadline_s=EXIT_DEADLINE_S)
 
 
 def _wait_until_ready(url: str, timeout_s: float = 30.0) -> bool:
@@ -44,6 +53,8 @@ def serve(
     workers: int = 1,
 ) -> int:
     """Serve until interrupted. Refuses to start on an un-migrated database (exit 2).
+    On SIGTERM it stops accepting, lets the requests in flight finish for at most
+    ``CTXLEDGER_SHUTDOWN_TIMEOUT_S`` (then cancels them), shuts the app down and exits.
 
     ``on_ready`` is called with the base URL once ``/readyz`` answers, from a background
     thread, while the collector keeps serving. ``workers`` > 1 runs that many processes on
@@ -93,13 +104,20 @@ def serve(
         threading.Thread(target=_call_when_ready, args=(url, on_ready), daemon=True).start()
     if workers > 1:  # each worker process builds its app from the same CTXLEDGER_* settings
         uvicorn.run(
-            "ctxledger_collector.app:create_app",
+            "ctxledger_collector.serve:create_served_app",
             factory=True,
             host=host,
             port=port,
             log_level=log_level,
             workers=workers,
+            timeout_graceful_shutdown=settings.shutdown_timeout_s,
         )
     else:
-        uvicorn.run(create_app(settings), host=host, port=port, log_level=log_level)
+        uvicorn.run(
+            create_app(settings, exit_deadline_s=EXIT_DEADLINE_S),
+            host=host,
+            port=port,
+            log_level=log_level,
+            timeout_graceful_shutdown=settings.shutdown_timeout_s,
+        )
     return 0

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -213,6 +215,39 @@ class Settings(BaseSettings):
         ge=0,
         description="at shutdown, how long queued requests may still be forwarded; what is "
         "left then is dropped (counted)",
+    )
+
+    sqlite_synchronous: Literal["FULL", "NORMAL"] = Field(
+        default="FULL",
+        description="SQLite: FULL syncs every commit to disk before the export is answered "
+        "(a 200 survives power loss); NORMAL syncs at checkpoints only (faster; an OS crash "
+        "may lose the last acknowledged batches)",
+    )
+    ingest_spool_dir: str = Field(
+        default="",
+        description="where exports accepted during a database outage wait on disk (off: "
+        "no spool, answer 503); default: beside the SQLite file (<file>-spool), or under "
+        "the user's cache folder per PostgreSQL database",
+    )
+    ingest_spool_max_bytes: int = Field(
+        default=512 * 1024 * 1024,
+        ge=0,
+        description="bytes the ingest spool may hold (bodies as received); past this, 503",
+    )
+    ready_cache_s: float = Field(
+        default=2.0, ge=0, description="how long /readyz reuses its last write probe"
+    )
+    ready_min_free_bytes: int = Field(
+        default=64 * 1024 * 1024,
+        ge=0,
+        description="/readyz says unavailable when the SQLite file's or the spool's disk "
+        "has less free space than this",
+    )
+    shutdown_timeout_s: int = Field(
+        default=10,
+        ge=0,
+        description="on SIGTERM, how long requests in flight may still finish; then they "
+        "are cancelled and the process exits",
     )
 
     def admission_limits(self) -> AdmissionLimits:

@@ -1,5 +1,5 @@
-"""What the routes share: settings, engine, store, metrics, ingest admission and the
-forwarder of one app."""
+"""What the routes share: settings, engine, store, metrics, ingest admission, the
+forwarder, the ingest spool and its replayer, and the readiness probe of one app."""
 
 from __future__ import annotations
 
@@ -10,8 +10,11 @@ from sqlalchemy import Engine
 from ctxledger_collector.admission import IngestAdmission
 from ctxledger_collector.alerts.events import AlertContext
 from ctxledger_collector.forwarding.forwarder import Forwarder
+from ctxledger_collector.ingest_spool import IngestSpool
 from ctxledger_collector.metrics import CollectorMetrics
+from ctxledger_collector.readiness import ReadinessProbe
 from ctxledger_collector.settings import Settings
+from ctxledger_collector.spool_replay import SpoolReplayer
 from ctxledger_collector.store import Store
 
 
@@ -24,3 +27,6 @@ class AppState:
     alerts: AlertContext
     admission: IngestAdmission
     forwarder: Forwarder
+    spool: IngestSpool
+    readiness: ReadinessProbe
+    replayer: SpoolReplayer | None = None

@@ -23,8 +23,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-
-from ctxledger._pipeline_stats import DropCounter
+from typing import Protocol
 
 logger = logging.getLogger("ctxledger")
 
@@ -32,6 +31,12 @@ _BINARY = getattr(os, "O_BINARY", 0)  # Windows: no newline translation
 SUFFIX = ".otlp"
 CLAIM = ".claim-"
 TMP_PREFIX = ".tmp-"
+
+
+class SpoolCounter(Protocol):
+    """Where the spool counts what it kept (``spans_spooled``) and dropped (``spool_dropped``)."""
+
+    def add(self, name: str, amount: int = 1) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -89,10 +94,12 @@ class DiskSpool:
         self,
         directory: Path,
         max_bytes: int,
-        counter: DropCounter,
+        counter: SpoolCounter,
         stale_after_s: float = 600.0,
+        fallback: str = "batches wait in memory instead",
     ) -> None:
         self.directory = directory
+        self._fallback = fallback
         self.max_bytes = max_bytes
         self._counter = counter
         self._stale_after_s = stale_after_s
@@ -133,8 +140,13 @@ class DiskSpool:
 
     def pending(self) -> tuple[int, int]:
         """Spans and bytes the spool holds, claimed files included."""
+        _files, spans, size = self.usage()
+        return spans, size
+
+    def usage(self) -> tuple[int, int, int]:
+        """Files, spans and bytes the spool holds, claimed files included."""
         entries = self._scan()
-        return sum(spans_in(e.name) for e in entries), sum(e.size for e in entries)
+        return len(entries), sum(spans_in(e.name) for e in entries), sum(e.size for e in entries)
 
     # --- writing ---------------------------------------------------------------------
 
@@ -142,11 +154,11 @@ class DiskSpool:
         if what not in self._failures_logged:
             self._failures_logged.add(what)
             logger.warning(
-                "ctxledger: cannot %s the spool %s (%s); batches wait in memory instead "
-                "(logged once)",
+                "ctxledger: cannot %s the spool %s (%s); %s (logged once)",
                 what,
                 self.directory,
                 error,
+                self._fallback,
             )
 
     def _make_room(self, size: int) -> bool:
@@ -173,30 +185,55 @@ class DiskSpool:
         batch, if it alone is over the limit). False only when the spool cannot be
         written at all: the caller keeps the batch elsewhere."""
         with self._lock:
-            try:  # only this user may read what waits (ids, hashes, captured content)
-                self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-            except OSError as error:
-                self._log_failure_once("create", error)
+            if not self._make_directory():
                 return False
             if not self._make_room(len(body)):
                 self._counter.add("spool_dropped", spans)
                 return True
-            seq = next(self._seq)
-            name = f"{time.time_ns():020d}-{self._owner}-{seq:08d}-{spans}{SUFFIX}"
-            tmp = self.directory / f"{TMP_PREFIX}{self._owner}-{seq:08d}"
-            try:
-                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _BINARY, 0o600)
-                with os.fdopen(fd, "wb") as file:
-                    file.write(body)
-                    file.flush()
-                    os.fsync(file.fileno())
-                os.replace(tmp, self.directory / name)
-                _fsync_directory(self.directory)
-            except OSError as error:
-                tmp.unlink(missing_ok=True)
-                self._log_failure_once("write to", error)
+            if not self._write(body, spans):
                 return False
         self._counter.add("spans_spooled", spans)
+        return True
+
+    def offer(self, body: bytes, spans: int) -> str:
+        """Keep ``body`` only if it fits without dropping anything: ``"kept"`` (on disk,
+        fsynced), ``"full"`` (no room: nothing was written or deleted) or ``"failed"``
+        (the spool cannot be written)."""
+        with self._lock:
+            if not self._make_directory():
+                return "failed"
+            if self.usage()[2] + len(body) > self.max_bytes:
+                return "full"
+            if not self._write(body, spans):
+                return "failed"
+        self._counter.add("spans_spooled", spans)
+        return "kept"
+
+    def _make_directory(self) -> bool:
+        try:  # only this user may read what waits (ids, hashes, captured content)
+            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except OSError as error:
+            self._log_failure_once("create", error)
+            return False
+        return True
+
+    def _write(self, body: bytes, spans: int) -> bool:
+        """One file, atomically: a temporary file, fsync, rename, fsync of the folder."""
+        seq = next(self._seq)
+        name = f"{time.time_ns():020d}-{self._owner}-{seq:08d}-{spans}{SUFFIX}"
+        tmp = self.directory / f"{TMP_PREFIX}{self._owner}-{seq:08d}"
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _BINARY, 0o600)
+            with os.fdopen(fd, "wb") as file:
+                file.write(body)
+                file.flush()
+                os.fsync(file.fileno())
+            os.replace(tmp, self.directory / name)
+            _fsync_directory(self.directory)
+        except OSError as error:
+            tmp.unlink(missing_ok=True)
+            self._log_failure_once("write to", error)
+            return False
         return True
 
     # --- sending ---------------------------------------------------------------------

@@ -52,7 +52,9 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 @pytest.fixture
 def collector_settings(database_url: str) -> Settings:
     return Settings(
-        database_url=database_url, auto_migrate=True, incomplete_after_s=120.0,
+        database_url=database_url,
+        auto_migrate=True,
+        incomplete_after_s=120.0,
         sweep_interval_s=3600.0,
     )
 

@@ -87,9 +87,7 @@ def stored_verdicts(store: Store, trace_ids: set[str]) -> dict[tuple[str, str, s
 
 
 def expected_verdicts(batches: Batches, now: float) -> dict[tuple[str, str, str | None], tuple]:
-    return {
-        key: _summary(r) for key, r in whole_set_reports(batches, now=now).items()
-    }
+    return {key: _summary(r) for key, r in whole_set_reports(batches, now=now).items()}
 
 
 def _summary(r: Report) -> tuple:

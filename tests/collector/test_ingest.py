@@ -472,8 +472,12 @@ def test_storage_outage_gets_503_with_retry_after_and_nothing_is_lost(
     postgres_url: str,
 ) -> None:
     database = postgres_url.rsplit("/", 1)[1]
-    settings = Settings(
-        database_url=postgres_url, auto_migrate=True, sweep_interval_s=3600, retry_after_s=1
+    settings = Settings(  # without a spool (tests/reliability has it): 503 during the outage
+        database_url=postgres_url,
+        auto_migrate=True,
+        sweep_interval_s=3600,
+        retry_after_s=1,
+        ingest_spool_dir="off",
     )
     with LiveCollector(settings) as collector:
         warm = op.new_trace_id()  # the pool holds live connections when the outage starts
@@ -517,7 +521,9 @@ def test_storage_outage_gets_503_with_retry_after_and_nothing_is_lost(
 
 def test_metrics_can_be_scraped_during_a_storage_outage(postgres_url: str) -> None:
     database = postgres_url.rsplit("/", 1)[1]
-    settings = Settings(database_url=postgres_url, auto_migrate=True, sweep_interval_s=3600)
+    settings = Settings(
+        database_url=postgres_url, auto_migrate=True, sweep_interval_s=3600, ingest_spool_dir="off"
+    )
     with LiveCollector(settings) as collector:
         _set_connections(database, allowed=False)
         try:

@@ -126,8 +126,12 @@ def stored_span_ids(database: Engine, trace_id: bytes) -> set[str]:
 def test_an_outage_while_isolating_spans_gets_503_and_rejects_nothing(
     database_url: str, database: Engine
 ) -> None:
-    settings = Settings(
-        database_url=database_url, auto_migrate=True, sweep_interval_s=3600, retry_after_s=2
+    settings = Settings(  # without a spool: the outage is answered 503
+        database_url=database_url,
+        auto_migrate=True,
+        sweep_interval_s=3600,
+        retry_after_s=2,
+        ingest_spool_dir="off",
     )
     with LiveCollector(settings) as collector:
         refuse_one_tool_call(database)

@@ -26,7 +26,6 @@ PINNED = {
 }
 
 
-
 @pytest.fixture
 def incidents_sent(collector: LiveCollector) -> Iterator[httpx.Client]:
     """Every incident measured by the SDK and exported to the collector over OTLP/HTTP."""

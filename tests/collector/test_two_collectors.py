@@ -55,7 +55,6 @@ from tests.collector.test_queries import (
 
 ROOT = Path(__file__).resolve().parents[2]
 
-
 @pytest.fixture
 def reference_postgres_url() -> Iterator[str]:
     """A second fresh PostgreSQL database, for the single reference collector."""

@@ -70,9 +70,30 @@ class DeliveryWorker:
         self._thread.start()
 
     def stop(self, timeout_s: float = 10.0) -> None:
+        """Stop after the delivery in progress, then hand back the leases of what this
+        worker claimed and did not deliver, so that the next worker (or this collector
+        restarted) delivers it at once instead of after the lease."""
         self._stop.set()
         self._thread.join(timeout=timeout_s)
         self._http.close()
+        if self._thread.is_alive():
+            return  # still delivering: its lease expires on its own
+        try:
+            self.release_leases()
+        except Exception as error:  # the database is out: the leases expire instead
+            logger.warning("ctxledger alerts: could not release leases at shutdown: %s", error)
+
+    def release_leases(self) -> int:
+        with Session(self.engine) as session, session.begin():
+            released = session.execute(
+                update(NOTIFICATIONS)
+                .where(
+                    NOTIFICATIONS.c.lease_owner == self.owner,
+                    NOTIFICATIONS.c.delivery == "pending",
+                )
+                .values(lease_until=None, lease_owner=None)
+            )
+        return int(getattr(released, "rowcount", 0) or 0)
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -88,6 +109,8 @@ class DeliveryWorker:
         resolve_quiet_groups(self.engine, self.context, now)
         attempted = 0
         for notification in self._claim(now):
+            if self._stop.is_set():
+                break  # the rest of the claim is released by stop()
             self._deliver(notification)
             attempted += 1
         return attempted

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from sqlalchemy import text
-from sqlalchemy.exc import SQLAlchemyError
 
-from ctxledger_collector.migrate import is_up_to_date
 from ctxledger_collector.routes.deps import StateDep
 from ctxledger_collector.state import AppState
 
@@ -20,23 +19,31 @@ def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
-def _database_problem(state: AppState) -> str | None:
-    try:
-        with state.engine.connect() as connection:
-            connection.execute(text("SELECT 1"))
-    except SQLAlchemyError as error:
-        return f"database unreachable: {error.__class__.__name__}"
-    if not is_up_to_date(state.settings.database_url):
-        return "database schema is not at the latest migration: run `ctxledger db upgrade`"
-    return None
+def _spool(state: AppState) -> dict[str, Any]:
+    spool = state.spool
+    usage = spool.usage()
+    return {
+        "enabled": spool.enabled,
+        "directory": str(spool.directory) if spool.directory is not None else None,
+        "requests": usage.requests,
+        "spans": usage.spans,
+        "bytes": usage.bytes,
+        "max_bytes": spool.max_bytes if spool.enabled else 0,
+    }
 
 
-@router.get("/readyz", summary="The database is reachable and migrated")
+@router.get(
+    "/readyz",
+    summary="The database takes writes (probed, cached briefly) and is migrated; what "
+    "waits in the ingest spool",
+)
 def readyz(state: StateDep) -> JSONResponse:
-    problem = _database_problem(state)
-    if problem:
-        return JSONResponse({"status": "unavailable", "reason": problem}, status_code=503)
-    return JSONResponse({"status": "ready"})
+    readiness = state.readiness.check()
+    body: dict[str, Any] = {"status": "ready" if readiness.problem is None else "unavailable"}
+    if readiness.problem is not None:
+        body["reason"] = readiness.problem
+    body["spool"] = _spool(state)
+    return JSONResponse(body, status_code=200 if readiness.problem is None else 503)
 
 
 @router.get("/metrics", summary="Prometheus metrics", response_class=Response)
