@@ -127,7 +127,7 @@ def capture(
     try:
         page.goto(url)
         page.locator(f"text={wait_for_text} >> visible=true").first.wait_for(timeout=60_000)
-        page.wait_for_timeout(1500)  # let the charts draw
+        page.wait_for_timeout(3000)  # let the charts and tables draw
         path.parent.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(path))
         text: str = page.locator("body").inner_text()
@@ -138,7 +138,8 @@ def capture(
 
 #: Page name -> (path and query, text that shows the page has loaded).
 PAGES: dict[str, tuple[str, str]] = {
-    "overview": ("/", "Look first at"),
+    "overview": ("/", "any losing verdict"),
+    "runs": ("/run", "Or pick a run"),
     "tool": ("/tool?tool=search_knowledge", "search_knowledge"),
     "alerts": ("/alerts", "Alerts"),
 }
@@ -154,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         running_stack(Path(workdir)) as stack,
         browser(args.chromium) as chromium,
     ):
-        capture(chromium, stack.seed_004_link, "Lost item ids (30)", args.out / "run.png")
+        capture(chromium, stack.seed_004_link, "kb-049", args.out / "run.png")
         for name, (path, text) in PAGES.items():
             capture(chromium, stack.dashboard_url + path, text, args.out / f"{name}.png")
     print(f"screenshots written to {args.out}")
