@@ -79,6 +79,7 @@ def running_stack(workdir: Path, timeout_s: float = 180.0) -> Iterator[RunningSt
             output.append(line.rstrip())
             if "Seed 004's silent loss:" in line:
                 link = line.split()[-1]
+            if "Press Ctrl-C" in line:  # the last line `up` prints once everything is up
                 break
             if time.monotonic() > deadline:
                 break
@@ -140,7 +141,7 @@ def capture(
 PAGES: dict[str, tuple[str, str]] = {
     "overview": ("/", "any losing verdict"),
     "runs": ("/run", "Or pick a run"),
-    "tool": ("/tool?tool=search_knowledge", "search_knowledge"),
+    "tool": ("/tool?tool=search_knowledge", "Agents using it"),
     "alerts": ("/alerts", "Alerts"),
 }
 

@@ -122,8 +122,12 @@ def _new_stage(stage: str, from_stage: str | None) -> dict[str, Any]:
 
 
 def _losses_by_stage(rows: Sequence[Any]) -> list[dict[str, Any]]:
+    """Where the journeys lost, each lost result once: a losing journey whose result was
+    first lost earlier (still missing) is the same loss again and is left out."""
     by_stage: dict[str, dict[str, Any]] = {}
     for row in rows:
+        if row.verdict in LOSING_VERDICTS and not row.first_lost:
+            continue
         for transition in loads(row.transitions) or []:
             if transition["verdict"] in (sc.VERDICT_INTACT, sc.VERDICT_UNAUDITABLE):
                 continue  # not a loss (unauditable: the telemetry's own cut)
@@ -172,6 +176,7 @@ def tool_profile(
         REPORTS.c.lost_items,
         REPORTS.c.lost_tokens,
         REPORTS.c.transitions,
+        REPORTS.c.first_lost,
     )
     sample = _lossy(select(*columns).select_from(REPORTS), scoped, join_runs=bool(scoped.agent))
     losses = session.execute(sample.limit(LOSS_SAMPLE + 1)).all()

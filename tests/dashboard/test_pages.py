@@ -76,7 +76,9 @@ def test_incidents_filters_come_from_the_url(api_env: str) -> None:
 def test_tool_page_names_the_layer_to_fix(api_env: str) -> None:
     """search_knowledge loses at context assembly."""
     app = _page("app_pages/tool.py", tool="search_knowledge")
-    assert "Fix at: the context manager" in _text(app)
+    text = _text(app)
+    assert "Fix at: the context manager" in text
+    assert "Most losses (1 silent)" in text and ": 30 items" in text  # the re-send not again
     metrics = {m.label: m.value for m in app.metric}
     # Cut at step 2 and re-sent cut at step 3: one lost result, its 30 items once.
     assert (metrics["Lost results"], metrics["Lost items"]) == ("1", "30")
