@@ -17,7 +17,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -119,6 +119,17 @@ def browser(chromium: str = "/usr/bin/chromium") -> Iterator[Any]:
             instance.close()
 
 
+def _wait_until_drawn(page: Any, timeout_ms: int = 30_000) -> None:
+    """Until no placeholder of an element still being drawn is left (on a busy machine the
+    page shows them for seconds); a page that never settles is captured as it is."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    with suppress(PlaywrightTimeout):
+        page.wait_for_function(
+            "() => !document.querySelector('[data-testid=\"stSkeleton\"]')", timeout=timeout_ms
+        )
+
+
 def capture(
     chromium_browser: Any, url: str, wait_for_text: str, path: Path, height: int = 2400
 ) -> str:
@@ -128,7 +139,8 @@ def capture(
     try:
         page.goto(url)
         page.locator(f"text={wait_for_text} >> visible=true").first.wait_for(timeout=60_000)
-        page.wait_for_timeout(3000)  # let the charts and tables draw
+        _wait_until_drawn(page)
+        page.wait_for_timeout(1500)  # let the charts draw
         path.parent.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(path))
         text: str = page.locator("body").inner_text()
