@@ -1,5 +1,5 @@
 """The API calls the dashboard's pages make, with the parameters they would use on this
-data: the Incidents overview per view (``app_pages/overview.py``, ``incident_tables.py``),
+data: the Incidents overview per view (``app_pages/incidents.py``, ``incident_tables.py``),
 the Run page, the Tool page, and the reports and runs lists as an API client pages them."""
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -79,6 +79,7 @@ def running_stack(workdir: Path, timeout_s: float = 180.0) -> Iterator[RunningSt
             output.append(line.rstrip())
             if "Seed 004's silent loss:" in line:
                 link = line.split()[-1]
+            if "Press Ctrl-C" in line:  # the last line `up` prints once everything is up
                 break
             if time.monotonic() > deadline:
                 break
@@ -118,6 +119,17 @@ def browser(chromium: str = "/usr/bin/chromium") -> Iterator[Any]:
             instance.close()
 
 
+def _wait_until_drawn(page: Any, timeout_ms: int = 30_000) -> None:
+    """Until no placeholder of an element still being drawn is left (on a busy machine the
+    page shows them for seconds); a page that never settles is captured as it is."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    with suppress(PlaywrightTimeout):
+        page.wait_for_function(
+            "() => !document.querySelector('[data-testid=\"stSkeleton\"]')", timeout=timeout_ms
+        )
+
+
 def capture(
     chromium_browser: Any, url: str, wait_for_text: str, path: Path, height: int = 2400
 ) -> str:
@@ -127,6 +139,7 @@ def capture(
     try:
         page.goto(url)
         page.locator(f"text={wait_for_text} >> visible=true").first.wait_for(timeout=60_000)
+        _wait_until_drawn(page)
         page.wait_for_timeout(1500)  # let the charts draw
         path.parent.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(path))
@@ -138,8 +151,9 @@ def capture(
 
 #: Page name -> (path and query, text that shows the page has loaded).
 PAGES: dict[str, tuple[str, str]] = {
-    "overview": ("/", "Look first at"),
-    "tool": ("/tool?tool=search_knowledge", "search_knowledge"),
+    "overview": ("/", "any losing verdict"),
+    "runs": ("/run", "Or pick a run"),
+    "tool": ("/tool?tool=search_knowledge", "Agents using it"),
     "alerts": ("/alerts", "Alerts"),
 }
 
@@ -154,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
         running_stack(Path(workdir)) as stack,
         browser(args.chromium) as chromium,
     ):
-        capture(chromium, stack.seed_004_link, "Lost item ids (30)", args.out / "run.png")
+        capture(chromium, stack.seed_004_link, "kb-049", args.out / "run.png")
         for name, (path, text) in PAGES.items():
             capture(chromium, stack.dashboard_url + path, text, args.out / f"{name}.png")
     print(f"screenshots written to {args.out}")

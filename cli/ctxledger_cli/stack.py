@@ -49,6 +49,19 @@ def _stop(children: list[subprocess.Popen[bytes]]) -> None:
             child.wait()
 
 
+#: Where ``up`` has the built-in alert rules log their notifications: a file in the working
+#: folder (beside the embedded database), so alert JSON does not flood the terminal.
+ALERT_LOG = "ctxledger-alerts.jsonl"
+
+
+def _alert_log(env: dict[str, str]) -> str | None:
+    """Send the built-in log sink to a file, unless the user chose rules or a file."""
+    if env.get("CTXLEDGER_ALERTS_FILE"):
+        return None
+    env.setdefault("CTXLEDGER_ALERT_LOG_FILE", os.path.abspath(ALERT_LOG))
+    return env["CTXLEDGER_ALERT_LOG_FILE"]
+
+
 def up(
     host: str = "127.0.0.1",
     collector_port: int = 4318,
@@ -60,6 +73,7 @@ def up(
     collector_url = f"http://{host}:{collector_port}"
     dashboard_url = f"http://{host}:{dashboard_port}"
     env = {**os.environ, "CTXLEDGER_DASHBOARD_URL": dashboard_url}
+    alert_log = _alert_log(env)
     collector = subprocess.Popen(
         [
             sys.executable,
@@ -100,6 +114,8 @@ def up(
         link = seed_004_dashboard_link(collector_url) if demo else None
         if link:
             log(f"  Seed 004's silent loss: {link}")
+        if alert_log:
+            log(f"  Alerts:     {alert_log} (one JSON line per notification)")
         log("  Press Ctrl-C to stop both.")
         while not stopping and all(child.poll() is None for child in children):
             time.sleep(0.3)

@@ -82,7 +82,9 @@ def load_alerts(settings: Settings) -> AlertContext:
     """The alert rules of ``CTXLEDGER_ALERTS_FILE``, or the built-in default. An invalid
     file raises :class:`AlertsConfigError`: the collector does not start on it."""
     config = (
-        load_alerts_config(settings.alerts_file) if settings.alerts_file else (default_config())
+        load_alerts_config(settings.alerts_file)
+        if settings.alerts_file
+        else default_config(settings.alert_log_file)
     )
     return AlertContext(
         config=config, dashboard_url=settings.dashboard_url, settle_s=settings.alert_settle_s

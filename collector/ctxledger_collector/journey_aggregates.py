@@ -65,8 +65,32 @@ def _counter_filters(f: ReportFilter) -> list[ColumnElement[bool]]:
     return conditions
 
 
+#: What a tally sums, in order: journeys, their lost items and tokens, then lost results
+#: (each counted once, at its first lost journey) and their lost items and tokens.
+SUMS = (
+    "journeys",
+    "lost_items",
+    "lost_tokens",
+    "lost_results",
+    "result_lost_items",
+    "result_lost_tokens",
+)
+
+
+def _first(value: ColumnElement[Any]) -> ColumnElement[Any]:
+    return func.sum(case((REPORTS.c.first_lost, value), else_=0))
+
+
 def _sums() -> list[ColumnElement[Any]]:
-    return [func.count(), func.sum(REPORTS.c.lost_items), func.sum(REPORTS.c.lost_tokens)]
+    lost_items, lost_tokens = REPORTS.c.lost_items, REPORTS.c.lost_tokens
+    return [
+        func.count(),
+        func.sum(lost_items),
+        func.sum(lost_tokens),
+        _first(literal(1)),
+        _first(lost_items),
+        _first(lost_tokens),
+    ]
 
 
 def _from_counters(
@@ -81,7 +105,7 @@ def _from_counters(
         [and_(c.grain == s.grain, c.bucket >= s.start, c.bucket < s.end) for s in spans.counters]
     )
     query = (
-        select(*group, func.sum(c.journeys), func.sum(c.lost_items), func.sum(c.lost_tokens))
+        select(*group, *(func.sum(c[name]) for name in SUMS))
         .where(covered, *_counter_filters(f))
         .group_by(*group)
     )
@@ -177,14 +201,15 @@ def tally(
     by: Sequence[str] = (),
     width: int | None = None,
 ) -> Tallies:
-    """(label, *by) -> [journeys, lost items, lost tokens] of the journeys ``f``
+    """(label, *by) -> the ``SUMS`` (journeys, lost items, lost tokens, lost results,
+    their lost items and tokens) of the journeys ``f``
     matches in ``slices`` (``f``'s own since and until are ignored: the slices say
     when). The label is the start of the ``width``-second bucket of each journey, or
     0 without ``width``. Groups without journeys are left out; names are None where
     the journeys have none."""
     assert not f.trace_id and not f.tool_call_id, "the counters know no runs or calls"
     spans = plan(slices)
-    totals: Tallies = defaultdict(lambda: [0, 0, 0])
+    totals: Tallies = defaultdict(lambda: [0] * len(SUMS))
     named = [i + 1 for i, name in enumerate(by) if name in _NAMES]
     for part in (_from_counters, _from_edges, _service_extras):
         for row in part(session, f, spans, by, width):

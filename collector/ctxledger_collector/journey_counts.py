@@ -8,6 +8,11 @@ items and tokens) in the bucket, agent, tool and verdict of each old state, ``+1
 those of each new one. Unchanged journeys cancel out, so a batch writes only the
 counters it changed.
 
+A lost result counts once, at its first lost journey (``reports.first_lost``): the
+counters' ``lost_results``, ``result_lost_items`` and ``result_lost_tokens`` move with
+that flag. A journey whose flag alone changes (another journey of its call became the
+first lost) is passed as replaced and written too (:mod:`lost_results`).
+
 Deltas are added, never set (``ON CONFLICT DO UPDATE SET n = n + excluded.n``), so
 collectors on one PostgreSQL database can move the same counter at once: each
 statement's row lock makes the additions take turns, whatever the transactions'
@@ -25,6 +30,7 @@ from typing import Any
 from sqlalchemy import Connection
 
 from ctxledger_collector.rows import REPORT_COLUMNS
+from ctxledger_collector.tables import FIRST_LOST_CONDITION
 
 #: Bucket widths in seconds, finest first: a minute, an hour, a day.
 GRAINS = (60, 3600, 86_400)
@@ -41,13 +47,24 @@ COUNTED_COLUMNS = (
     "tool_name",
     "last_observed_at",
     "lost_items",
+    "step",
+    "first_lost",
 )
-_OLD = {name: COUNTED_COLUMNS.index(name) for name in COUNTED_COLUMNS}
-_NEW = {name: REPORT_COLUMNS.index(name) for name in COUNTED_COLUMNS}
+#: Where each counted column sits in a ``COUNTED_COLUMNS`` row and a ``REPORT_COLUMNS`` row.
+COUNTED_AT = {name: COUNTED_COLUMNS.index(name) for name in COUNTED_COLUMNS}
+REPORT_AT = {name: REPORT_COLUMNS.index(name) for name in COUNTED_COLUMNS}
 
 JOURNEY_KEY = ("grain", "bucket", "agent_name", "tool_name", "verdict")
-JOURNEY_SUMS = ("journeys", "lost_items", "lost_tokens")
+JOURNEY_SUMS = (
+    "journeys",
+    "lost_items",
+    "lost_tokens",
+    "lost_results",
+    "result_lost_items",
+    "result_lost_tokens",
+)
 RUN_KEY = ("run_id", "agent_name", "verdict")
+RUN_SUMS = ("journeys", "lost_results")
 
 Row = Sequence[Any]
 
@@ -68,15 +85,19 @@ def _name(value: str | None) -> str:
     return value or ""
 
 
+#: Rows with where their counted columns sit, and whether they count -1 or +1.
+Moves = Sequence[tuple[int, Iterable[Row], dict[str, int]]]
+
+
 def journey_deltas(
-    replaced: Iterable[Row], written: Iterable[Row]
-) -> tuple[dict[tuple[Any, ...], list[int]], dict[tuple[Any, ...], int]]:
-    """How the counters move: per counter key, (journeys, lost items, lost tokens); per
-    run key, journeys. ``replaced`` rows are ``COUNTED_COLUMNS``, ``written`` rows are
-    ``REPORT_COLUMNS``. Keys whose changes cancel out are left out."""
-    journeys: dict[tuple[Any, ...], list[int]] = defaultdict(lambda: [0, 0, 0])
-    runs: dict[tuple[Any, ...], int] = defaultdict(int)
-    for sign, rows, at in ((-1, replaced, _OLD), (1, written, _NEW)):
+    moves: Moves,
+) -> tuple[dict[tuple[Any, ...], list[int]], dict[tuple[Any, ...], list[int]]]:
+    """How the counters move: per counter key, ``JOURNEY_SUMS``; per run key,
+    ``RUN_SUMS``. Each move is (sign, rows, where their columns sit). Keys whose changes
+    cancel out are left out."""
+    journeys: dict[tuple[Any, ...], list[int]] = defaultdict(lambda: [0] * len(JOURNEY_SUMS))
+    runs: dict[tuple[Any, ...], list[int]] = defaultdict(lambda: [0, 0])
+    for sign, rows, at in moves:
         for row in rows:
             agent, tool, verdict = (
                 _name(row[at["agent_name"]]),
@@ -84,15 +105,23 @@ def journey_deltas(
                 row[at["verdict"]],
             )
             moment = row[at["last_observed_at"]]
+            items, tokens = sign * row[at["lost_items"]], sign * row[at["lost_tokens"]]
+            first = bool(row[at["first_lost"]])
             for grain in GRAINS:
                 sums = journeys[(grain, bucket_of(moment, grain), agent, tool, verdict)]
                 sums[0] += sign
-                sums[1] += sign * row[at["lost_items"]]
-                sums[2] += sign * row[at["lost_tokens"]]
-            runs[(row[at["run_id"]], agent, verdict)] += sign
+                sums[1] += items
+                sums[2] += tokens
+                if first:
+                    sums[3] += sign
+                    sums[4] += items
+                    sums[5] += tokens
+            counts = runs[(row[at["run_id"]], agent, verdict)]
+            counts[0] += sign
+            counts[1] += sign if first else 0
     return (
         {key: sums for key, sums in journeys.items() if any(sums)},
-        {key: count for key, count in runs.items() if count},
+        {key: counts for key, counts in runs.items() if any(counts)},
     )
 
 
@@ -126,11 +155,24 @@ def _add(
         connection.exec_driver_sql(sql, rows)
 
 
-def count_journeys(connection: Connection, replaced: Sequence[Row], written: Sequence[Row]) -> None:
+def count_journeys(
+    connection: Connection,
+    replaced: Sequence[Row],
+    written: Sequence[Row],
+    reflagged: Sequence[tuple[Row, Row]] = (),
+) -> None:
     """Move the counters from the ``replaced`` reports' state (``COUNTED_COLUMNS`` rows
     of every stored report the transaction rewrites or deletes) to the ``written``
-    reports' (``REPORT_COLUMNS`` rows)."""
-    journeys, runs = journey_deltas(replaced, written)
+    reports' (``REPORT_COLUMNS`` rows); ``reflagged`` holds (before, after) states
+    (``COUNTED_COLUMNS``) of stored reports whose ``first_lost`` alone changed."""
+    journeys, runs = journey_deltas(
+        (
+            (-1, replaced, COUNTED_AT),
+            (1, written, REPORT_AT),
+            (-1, [before for before, _ in reflagged], COUNTED_AT),
+            (1, [after for _, after in reflagged], COUNTED_AT),
+        )
+    )
     _add(
         connection,
         "journey_counts",
@@ -138,9 +180,7 @@ def count_journeys(connection: Connection, replaced: Sequence[Row], written: Seq
         JOURNEY_SUMS,
         [(*k, *v) for k, v in journeys.items()],
     )
-    _add(
-        connection, "run_journey_counts", RUN_KEY, ("journeys",), [(*k, v) for k, v in runs.items()]
-    )
+    _add(connection, "run_journey_counts", RUN_KEY, RUN_SUMS, [(*k, *v) for k, v in runs.items()])
 
 
 def _bucket_sql(moment: str, grain: int) -> str:
@@ -150,6 +190,11 @@ def _bucket_sql(moment: str, grain: int) -> str:
         f"CASE WHEN {rough} > {moment} THEN {rough} - {grain} "
         f"WHEN {rough} + {grain} <= {moment} THEN {rough} + {grain} ELSE {rough} END"
     )
+
+
+def _first(value: str) -> str:
+    """The sum of ``value`` over the first lost journeys of a group."""
+    return f"sum(CASE WHEN {FIRST_LOST_CONDITION} THEN {value} ELSE 0 END)"
 
 
 def rebuild_counts(connection: Connection) -> None:
@@ -162,11 +207,12 @@ def rebuild_counts(connection: Connection) -> None:
         connection.exec_driver_sql(
             f"INSERT INTO journey_counts ({', '.join((*JOURNEY_KEY, *JOURNEY_SUMS))}) "
             f"SELECT {grain}, {bucket}, coalesce(agent_name, ''), coalesce(tool_name, ''), "
-            "verdict, count(*), sum(lost_items), sum(lost_tokens) FROM reports "
+            f"verdict, count(*), sum(lost_items), sum(lost_tokens), {_first('1')}, "
+            f"{_first('lost_items')}, {_first('lost_tokens')} FROM reports "
             f"GROUP BY {bucket}, coalesce(agent_name, ''), coalesce(tool_name, ''), verdict"
         )
     connection.exec_driver_sql(
-        "INSERT INTO run_journey_counts (run_id, agent_name, verdict, journeys) "
-        "SELECT run_id, coalesce(agent_name, ''), verdict, count(*) FROM reports "
+        "INSERT INTO run_journey_counts (run_id, agent_name, verdict, journeys, lost_results) "
+        f"SELECT run_id, coalesce(agent_name, ''), verdict, count(*), {_first('1')} FROM reports "
         "GROUP BY run_id, coalesce(agent_name, ''), verdict"
     )

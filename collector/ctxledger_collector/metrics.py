@@ -36,33 +36,44 @@ class JourneyCollector(Collector):
             "ctxledger_database_up", "1 when the database answered the last scrape, else 0"
         )
         try:
-            family = self._journeys()
+            families = self._journeys()
         except SQLAlchemyError:
             up.add_metric([], 0)
             yield up
             return
         up.add_metric([], 1)
         yield up
-        yield family
+        yield from families
 
-    def _journeys(self) -> GaugeMetricFamily:
-        family = GaugeMetricFamily(
+    def _journeys(self) -> tuple[GaugeMetricFamily, GaugeMetricFamily]:
+        labels = ["verdict", "agent", "tool"]
+        journeys = GaugeMetricFamily(
             "ctxledger_journeys",
             "Journeys (tool result x request) by their current verdict",
-            labels=["verdict", "agent", "tool"],
+            labels=labels,
+        )
+        results = GaugeMetricFamily(
+            "ctxledger_lost_results",
+            "Lost tool results (silent, dropped, orphaned), each counted once, by the verdict "
+            "of the journey where it was first lost",
+            labels=labels,
         )
         with Session(self.engine) as session:
             # All time, from the counters: a scrape reads buckets, never the reports.
             counted = tally(
                 session, ReportFilter(), ALL_TIME, ("verdict", "agent_name", "tool_name")
             )
-        totals: dict[tuple[str, str, str], int] = {}
-        for (_, verdict, agent, tool), (count, _items, _tokens) in counted.items():
+        totals: dict[tuple[str, str, str], list[int]] = {}
+        for (_, verdict, agent, tool), sums in counted.items():
             key = (verdict, self.agent_label(agent), self.tool_label(tool))
-            totals[key] = totals.get(key, 0) + count
-        for labels, count in totals.items():
-            family.add_metric(list(labels), count)
-        return family
+            total = totals.setdefault(key, [0, 0])
+            total[0] += sums[0]
+            total[1] += sums[3]
+        for key, (count, lost) in totals.items():
+            journeys.add_metric(list(key), count)
+            if lost:
+                results.add_metric(list(key), lost)
+        return journeys, results
 
 
 class QueueSize(NamedTuple):

@@ -157,7 +157,13 @@ def run_detail(session: Session, trace_id: str, dashboard_url: str | None) -> di
         sources.update(report["source"].split("+"))
     ordered = sorted(steps.items(), key=lambda kv: (kv[0] is None, kv[0] or 0))
     return {
-        **run_json(run, dict(counts), dashboard_url, sorted(sources)),
+        **run_json(
+            run,
+            dict(counts),
+            dashboard_url,
+            sorted(sources),
+            sum(1 for report in reports if report["first_lost"]),
+        ),
         "steps": [
             {
                 "step": step,

@@ -3,7 +3,7 @@ was judged from, and every transition (the lossy ones as stored, the rest intact
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from itertools import pairwise
 from typing import Any
 from urllib.parse import urlencode
@@ -11,8 +11,11 @@ from urllib.parse import urlencode
 from sqlalchemy import Connection
 
 from ctxledger import semconv as sc
+from ctxledger.verdicts import LOSING_VERDICTS
 from ctxledger_collector.stage_reads import StageIndex, read_stages
+from ctxledger_collector.statements import Statements
 from ctxledger_collector.stored_records import loads
+from ctxledger_collector.tables import FIRST_LOST_CONDITION
 
 #: The report columns a document is built from (the select of every report query).
 REPORT_FIELDS = (
@@ -36,7 +39,10 @@ REPORT_FIELDS = (
     "transitions",
     "source",
     "layer",
+    "first_lost",
 )
+#: (step, request key) of the journey where a call's result was first lost, by (run, call).
+FirstLost = Mapping[tuple[int, str], tuple[int | None, str]]
 
 
 def links(
@@ -93,9 +99,14 @@ def stage_keys(rows: Sequence[Mapping[str, Any]]) -> set[tuple[int, str, str]]:
 
 
 def report_document(
-    row: Mapping[str, Any], trace_id: str, stage_index: StageIndex, dashboard_url: str | None
+    row: Mapping[str, Any],
+    trace_id: str,
+    stage_index: StageIndex,
+    dashboard_url: str | None,
+    first_lost: FirstLost | None = None,
 ) -> dict[str, Any]:
-    """A report row (``REPORT_FIELDS``) as the API answers it."""
+    """A report row (``REPORT_FIELDS``) as the API answers it; ``first_lost`` holds where
+    the results of its still-missing journeys were first lost."""
     own = stage_index.get((row["run_id"], row["tool_call_id"], ""), ())
     in_request = (
         stage_index.get((row["run_id"], row["tool_call_id"], row["request_key"]), ())
@@ -103,6 +114,16 @@ def report_document(
         else ()
     )
     stages = sorted([*own, *in_request], key=lambda s: (s["order"], s["stage"]))
+    first = bool(row["first_lost"])
+    first_step, first_request = (None, "")
+    if first:
+        first_step, first_request = row["step"], row["request_key"]
+    elif row["verdict"] in LOSING_VERDICTS:
+        first_step, first_request = (first_lost or {}).get(
+            (row["run_id"], row["tool_call_id"]), (None, "")
+        )
+    still_missing = row["verdict"] in LOSING_VERDICTS and not first
+    link_step = first_step if still_missing and first_step is not None else row["step"]
     return {
         "trace_id": trace_id,
         "tool_call_id": row["tool_call_id"],
@@ -125,8 +146,32 @@ def report_document(
         "transitions": transitions(stages, loads(row["transitions"]) or []),
         "last_observed_at": row["last_observed_at"],
         "judged_at": row["judged_at"],
-        "links": links(dashboard_url, trace_id, row["step"], row["tool_call_id"]),
+        "links": links(dashboard_url, trace_id, link_step, row["tool_call_id"]),
+        "first_lost": first,
+        "still_missing": still_missing,
+        "first_lost_step": first_step,
+        "first_lost_request_id": first_request or None,
     }
+
+
+def first_lost_journeys(connection: Connection, calls: Collection[tuple[int, str]]) -> FirstLost:
+    """Where each call's result was first lost, by the partial index of first lost
+    journeys."""
+    if not calls:
+        return {}
+    sql = Statements(connection.dialect.name)
+    indexed = "" if sql.postgres else "INDEXED BY ix_reports_first_lost "
+    rows = sql.per_key(
+        connection,
+        ("run_id", "tool_call_id"),
+        sorted(calls),
+        "SELECT t.run_id, t.tool_call_id, t.step, t.request_key "
+        f"FROM v {sql.join_keys} reports t {indexed}"
+        "ON t.run_id = v.run_id AND t.tool_call_id = v.tool_call_id "
+        f"AND t.{FIRST_LOST_CONDITION}",
+        ("tool_call_id",),
+    )
+    return {(run_id, call_id): (step, request) for run_id, call_id, step, request in rows}
 
 
 def report_documents(
@@ -137,4 +182,10 @@ def report_documents(
 ) -> list[dict[str, Any]]:
     """Many report rows as the API answers them, their stages read in one go."""
     index = read_stages(connection, stage_keys(rows)) if rows else {}
-    return [report_document(r, trace_ids[r["run_id"]], index, dashboard_url) for r in rows]
+    missing = {
+        (r["run_id"], r["tool_call_id"])
+        for r in rows
+        if r["verdict"] in LOSING_VERDICTS and not r["first_lost"]
+    }
+    first = first_lost_journeys(connection, missing)
+    return [report_document(r, trace_ids[r["run_id"]], index, dashboard_url, first) for r in rows]

@@ -106,7 +106,25 @@ class ReportPublic(Public):
     transitions: list[TransitionPublic]
     last_observed_at: float
     judged_at: float
-    links: Links
+    links: Links = Field(
+        description="the dashboard link of a still-missing result points at the step where "
+        "it was first lost"
+    )
+    first_lost: bool = Field(
+        description="the journey where its tool result was first lost (losing, and before "
+        "every other losing journey of the same tool call in the run)"
+    )
+    still_missing: bool = Field(
+        description="losing, but its result was first lost in an earlier journey: the same "
+        "loss again, not a new one"
+    )
+    first_lost_step: int | None = Field(
+        description="the step where the result was first lost (null when it was not lost)"
+    )
+    first_lost_request_id: str | None = Field(
+        description="the request where the result was first lost (null when it was not "
+        "lost, or first lost without a request)"
+    )
 
 
 class ReportsPublic(Public):
@@ -134,7 +152,10 @@ class RunPublic(Public):
     first_seen: float
     last_seen: float
     journeys: int
-    verdicts: dict[str, int]
+    verdicts: dict[str, int] = Field(description="journeys by verdict")
+    lost_results: int = Field(
+        description="tool results lost in the run (silent, dropped or orphaned), each once"
+    )
     worst_verdict: str
     sources: list[str] = Field(description="where the run's reports came from")
     links: Links
@@ -199,6 +220,9 @@ class TimelinePoint(Public):
     start: float
     verdict: str
     journeys: int
+    lost_results: int = Field(
+        description="tool results first lost in these journeys: each lost result once"
+    )
 
 
 class TimelinePublic(Public):
@@ -214,9 +238,19 @@ class BreakdownRow(Public):
     name: str | None
     journeys: int
     verdicts: dict[str, int]
-    losing: int
-    lost_items: int
+    losing: int = Field(description="silent, dropped and orphaned journeys")
+    lost_items: int = Field(description="summed over every journey, whatever its verdict")
     lost_tokens: int
+    lost_results: int = Field(
+        description="lost tool results (one tool call in one run with a silent, dropped or "
+        "orphaned journey), each counted once, at the journey where it was first lost"
+    )
+    result_lost_items: int = Field(
+        description="items the lost results lost, each result once (at its first lost journey)"
+    )
+    result_lost_tokens: int = Field(
+        description="tokens the lost results lost, each result once (at its first lost journey)"
+    )
 
 
 class BreakdownPublic(Public):
@@ -248,6 +282,16 @@ class ToolProfilePublic(Public):
     losing: int
     lost_items: int
     lost_tokens: int
+    lost_results: int = Field(
+        description="lost tool results (one tool call in one run with a silent, dropped or "
+        "orphaned journey), each counted once, at the journey where it was first lost"
+    )
+    result_lost_items: int = Field(
+        description="items the lost results lost, each result once (at its first lost journey)"
+    )
+    result_lost_tokens: int = Field(
+        description="tokens the lost results lost, each result once (at its first lost journey)"
+    )
     agents: dict[str, int]
     by_stage: list[StageLosses]
     recent_losses: list[ReportPublic]

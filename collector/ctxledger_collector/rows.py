@@ -450,4 +450,5 @@ def report_row(
         json_text(_lossy_transitions(report)),
         report.source,
         report.layer,
+        False,  # first_lost: set by the store, which sees the call's other journeys
     )

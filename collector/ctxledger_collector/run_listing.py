@@ -19,21 +19,25 @@ from ctxledger_collector.tables import REPORTS, RUN_JOURNEY_COUNTS, RUNS
 _ORDER = (RUNS.c.last_seen, RUNS.c.id)
 
 
-def verdict_counts(session: Session, run_ids: Sequence[int]) -> dict[int, dict[str, int]]:
-    """Each run's journeys by verdict."""
+def verdict_counts(
+    session: Session, run_ids: Sequence[int]
+) -> tuple[dict[int, dict[str, int]], dict[int, int]]:
+    """Each run's journeys by verdict, and its lost results (each counted once)."""
     counts: dict[int, dict[str, int]] = defaultdict(dict)
+    results: dict[int, int] = defaultdict(int)
     if not run_ids:
-        return counts
+        return counts, results
     c = RUN_JOURNEY_COUNTS.c
     rows = session.execute(
-        select(c.run_id, c.verdict, func.sum(c.journeys))
+        select(c.run_id, c.verdict, func.sum(c.journeys), func.sum(c.lost_results))
         .where(c.run_id.in_(run_ids))
         .group_by(c.run_id, c.verdict)
     )
-    for run_id, verdict, count in rows:
+    for run_id, verdict, count, lost in rows:
         if count:
             counts[run_id][verdict] = int(count)
-    return counts
+        results[run_id] += int(lost or 0)
+    return counts, results
 
 
 def run_sources(session: Session, run_ids: Sequence[int]) -> dict[int, list[str]]:
@@ -52,7 +56,11 @@ def run_sources(session: Session, run_ids: Sequence[int]) -> dict[int, list[str]
 
 
 def run_json(
-    run: Any, verdicts: dict[str, int], dashboard_url: str | None, sources: list[str]
+    run: Any,
+    verdicts: dict[str, int],
+    dashboard_url: str | None,
+    sources: list[str],
+    lost_results: int = 0,
 ) -> dict[str, Any]:
     return {
         "trace_id": run.trace_id,
@@ -62,6 +70,7 @@ def run_json(
         "last_seen": run.last_seen,
         "journeys": sum(verdicts.values()),
         "verdicts": verdicts,
+        "lost_results": lost_results,
         "worst_verdict": worst(verdicts),
         "sources": sources,
         "links": links(dashboard_url, run.trace_id),
@@ -73,7 +82,7 @@ def list_runs(
     page: Page,
     dashboard_url: str | None,
     agent: str | None = None,
-    verdict: str | None = None,
+    verdicts: tuple[str, ...] = (),
     since: float | None = None,
     until: float | None = None,
 ) -> dict[str, Any]:
@@ -81,9 +90,9 @@ def list_runs(
     query = select(RUNS)
     if agent:
         query = query.where((RUNS.c.agent_name == agent) | (RUNS.c.service_name == agent))
-    if verdict:
+    if verdicts:
         c = RUN_JOURNEY_COUNTS.c
-        has_verdict = exists().where(c.run_id == RUNS.c.id, c.verdict == verdict, c.journeys > 0)
+        has_verdict = exists().where(c.run_id == RUNS.c.id, c.verdict.in_(verdicts), c.journeys > 0)
         query = query.where(has_verdict)
     if since is not None:
         query = query.where(RUNS.c.last_seen >= since)
@@ -99,12 +108,15 @@ def list_runs(
         ordered = ordered.offset(page.offset)
     found = session.execute(ordered.limit(page.limit + 1)).all()
     runs, more = found[: page.limit], len(found) > page.limit
-    counts = verdict_counts(session, [r.id for r in runs])
+    counts, results = verdict_counts(session, [r.id for r in runs])
     sources = run_sources(session, [r.id for r in runs])
     next_offset = page.offset + len(runs)
     return {
         "runs": [
-            run_json(r, counts.get(r.id, {}), dashboard_url, sources.get(r.id, [])) for r in runs
+            run_json(
+                r, counts.get(r.id, {}), dashboard_url, sources.get(r.id, []), results.get(r.id, 0)
+            )
+            for r in runs
         ],
         "total": total,
         "next_offset": next_offset if page.after is None and next_offset < total else None,

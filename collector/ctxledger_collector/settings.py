@@ -148,6 +148,11 @@ class Settings(BaseSettings):
         description="alert rules (YAML or TOML); without it: alert on silent, dropped and "
         "orphaned journeys to the log",
     )
+    alert_log_file: str | None = Field(
+        default=None,
+        description="without alerts_file: the built-in rules' log sink appends each "
+        "notification to this file (one JSON line) instead of stderr",
+    )
     alert_lease_s: float = Field(
         default=30.0, description="how long a worker owns a notification it is delivering"
     )

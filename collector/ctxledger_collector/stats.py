@@ -25,6 +25,8 @@ from ctxledger_collector.stored_records import loads
 from ctxledger_collector.tables import REPORTS
 from ctxledger_collector.time_slices import Slice, timeline_slices
 
+#: What lost results sum (each result once, at its first lost journey; losing verdicts only).
+RESULT_SUMS = ("lost_results", "result_lost_items", "result_lost_tokens")
 #: A tool's losses by stage are read from at most this many of its latest losses.
 LOSS_SAMPLE = 10_000
 #: Not intact, written as the partial index ``ix_reports_losses`` is (so it serves).
@@ -59,7 +61,7 @@ def timeline(session: Session, f: ReportFilter, buckets: int) -> dict[str, Any]:
         width = _whole_grains(width)
     totals = tally(session, f, timeline_slices(since, until, width), ("verdict",), width)
     points = [
-        {"start": float(start), "verdict": verdict, "journeys": sums[0]}
+        {"start": float(start), "verdict": verdict, "journeys": sums[0], "lost_results": sums[3]}
         for (start, verdict), sums in totals.items()
     ]
     points.sort(key=lambda p: (p["start"], p["verdict"]))
@@ -74,9 +76,7 @@ def breakdown(session: Session, f: ReportFilter, by: str, limit: int) -> dict[st
     """Per tool (or agent): journeys by verdict and what was lost, worst first."""
     column = "tool_name" if by == "tool" else "agent_name"
     rows: dict[str | None, dict[str, Any]] = {}
-    for (_, name, verdict), (count, lost_items, lost_tokens) in tally(
-        session, f, _whole_range(f), (column, "verdict")
-    ).items():
+    for (_, name, verdict), sums in tally(session, f, _whole_range(f), (column, "verdict")).items():
         row = rows.setdefault(
             name,
             {
@@ -86,17 +86,26 @@ def breakdown(session: Session, f: ReportFilter, by: str, limit: int) -> dict[st
                 "losing": 0,
                 "lost_items": 0,
                 "lost_tokens": 0,
+                **dict.fromkeys(RESULT_SUMS, 0),
             },
         )
-        row["journeys"] += count
-        row["verdicts"][verdict] = count
-        row["lost_items"] += lost_items
-        row["lost_tokens"] += lost_tokens
+        row["journeys"] += sums[0]
+        row["verdicts"][verdict] = sums[0]
+        row["lost_items"] += sums[1]
+        row["lost_tokens"] += sums[2]
+        for name_of_sum, value in zip(RESULT_SUMS, sums[3:], strict=True):
+            row[name_of_sum] += value
         if verdict in LOSING_VERDICTS:
-            row["losing"] += count
+            row["losing"] += sums[0]
     ordered = sorted(
         rows.values(),
-        key=lambda r: (-r["losing"], -r["lost_items"], -r["lost_tokens"], str(r["name"])),
+        key=lambda r: (
+            -r["lost_results"],
+            -r["result_lost_items"],
+            -r["losing"],
+            -r["lost_tokens"],
+            str(r["name"]),
+        ),
     )
     return {"by": by, "rows": ordered[:limit]}
 
@@ -113,8 +122,12 @@ def _new_stage(stage: str, from_stage: str | None) -> dict[str, Any]:
 
 
 def _losses_by_stage(rows: Sequence[Any]) -> list[dict[str, Any]]:
+    """Where the journeys lost, each lost result once: a losing journey whose result was
+    first lost earlier (still missing) is the same loss again and is left out."""
     by_stage: dict[str, dict[str, Any]] = {}
     for row in rows:
+        if row.verdict in LOSING_VERDICTS and not row.first_lost:
+            continue
         for transition in loads(row.transitions) or []:
             if transition["verdict"] in (sc.VERDICT_INTACT, sc.VERDICT_UNAUDITABLE):
                 continue  # not a loss (unauditable: the telemetry's own cut)
@@ -155,14 +168,15 @@ def tool_profile(
         return None
     verdicts: dict[str, int] = defaultdict(int)
     agents: dict[str, int] = defaultdict(int)
-    for (_, agent, verdict), (count, _items, _tokens) in totals.items():
-        verdicts[verdict] += count
-        agents[agent or "?"] += count
+    for (_, agent, verdict), sums in totals.items():
+        verdicts[verdict] += sums[0]
+        agents[agent or "?"] += sums[0]
     columns = (
         REPORTS.c.verdict,
         REPORTS.c.lost_items,
         REPORTS.c.lost_tokens,
         REPORTS.c.transitions,
+        REPORTS.c.first_lost,
     )
     sample = _lossy(select(*columns).select_from(REPORTS), scoped, join_runs=bool(scoped.agent))
     losses = session.execute(sample.limit(LOSS_SAMPLE + 1)).all()
@@ -176,6 +190,9 @@ def tool_profile(
         "losing": sum(verdicts[v] for v in LOSING_VERDICTS),
         "lost_items": sum(sums[1] for sums in totals.values()),
         "lost_tokens": sum(sums[2] for sums in totals.values()),
+        **{
+            name: sum(sums[3 + i] for sums in totals.values()) for i, name in enumerate(RESULT_SUMS)
+        },
         "agents": dict(agents),
         "by_stage": _losses_by_stage(losses[:LOSS_SAMPLE]),
         "recent_losses": recent_losses,

@@ -30,6 +30,7 @@ from ctxledger_collector.alerts.events import AlertContext, record_events
 from ctxledger_collector.call_records import write_issuers, write_origins
 from ctxledger_collector.database import is_storage_outage
 from ctxledger_collector.journey_counts import COUNTED_COLUMNS, count_journeys
+from ctxledger_collector.lost_results import mark_first_losses
 from ctxledger_collector.otlp_decode import DecodedBatch, Rejection
 from ctxledger_collector.rejection_codes import DATABASE_REFUSED
 from ctxledger_collector.rows import (
@@ -73,6 +74,9 @@ class IngestOutcome:
     reports: list[Report] = field(default_factory=list)
     changes: list[VerdictChange] = field(default_factory=list)
     alert_events: int = 0
+    #: Journeys (trace, call, request key) losing, but not where their result was first
+    #: lost: the result still missing, which alerts only once, at its first lost journey.
+    still_missing: set[tuple[str, str, str]] = field(default_factory=set)
 
 
 def _record_of(single: DecodedBatch) -> Measurement | Manifest:
@@ -281,14 +285,21 @@ class Store:
                 if previous != report.verdict:
                     outcome.changes.append(VerdictChange(report, previous, previous_tokens))
                 outcome.reports.append(report)
-        self.sql.upsert(connection, REPORTS, REPORT_COLUMNS, REPORT_KEY, rows)
+        flags = mark_first_losses(connection, self.sql, considered | written, rows)
+        self.sql.upsert(connection, REPORTS, REPORT_COLUMNS, REPORT_KEY, flags.rows)
         stale = [k for k in existing if k not in written]
         self.sql.delete_keys(connection, REPORTS, REPORT_KEY, stale)
-        count_journeys(connection, replaced, rows)
+        count_journeys(connection, replaced, flags.rows, flags.reflagged)
+        outcome.still_missing |= {
+            (state.trace_ids[run_id], call_id, request_key)
+            for run_id, call_id, request_key in flags.still_missing
+        }
 
     def _record_alerts(self, connection: Connection, outcome: IngestOutcome, now: float) -> None:
         if self.alerts is None or not outcome.reports:
             return
         with Session(bind=connection) as session:
-            outcome.alert_events += record_events(session, outcome.reports, self.alerts, now)
+            outcome.alert_events += record_events(
+                session, outcome.reports, self.alerts, now, outcome.still_missing
+            )
             session.flush()

@@ -22,7 +22,19 @@ from __future__ import annotations
 import builtins
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, Column, Index, LargeBinary, Table, Text, text
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    Column,
+    Index,
+    Integer,
+    LargeBinary,
+    Table,
+    Text,
+    false,
+    text,
+)
 from sqlmodel import Field, SQLModel
 
 _WITHOUT_ROWID = {"sqlite_with_rowid": False}
@@ -30,6 +42,10 @@ _WITHOUT_ROWID = {"sqlite_with_rowid": False}
 #: partial index serves only queries that repeat it word for word).
 LOSSY_CONDITION = "verdict <> 'intact'"
 _LOSSY = text(LOSSY_CONDITION)
+#: The condition of the partial index of first lost journeys, word for word as the store
+#: asks it (SQLite uses a partial index only for a query that repeats its condition).
+FIRST_LOST_CONDITION = "first_lost = true"
+_FIRST_LOST = text(FIRST_LOST_CONDITION)
 
 
 class RunRow(SQLModel, table=True):
@@ -49,6 +65,11 @@ class RunRow(SQLModel, table=True):
 
 def _big(nullable: bool = False) -> Any:
     return Field(default=None, sa_column=Column(BigInteger, nullable=nullable))
+
+
+def _counter() -> Any:
+    """A count added later than its table: existing rows start at 0."""
+    return Field(default=0, sa_column=Column(BigInteger, nullable=False, server_default=text("0")))
 
 
 def _text(nullable: bool = True) -> Any:
@@ -220,6 +241,14 @@ class ReportRow(SQLModel, table=True):
             sqlite_where=_LOSSY,
             postgresql_where=_LOSSY,
         ),
+        # Each lost result's first lost journey, found from its call.
+        Index(
+            "ix_reports_first_lost",
+            "run_id",
+            "tool_call_id",
+            sqlite_where=_FIRST_LOST,
+            postgresql_where=_FIRST_LOST,
+        ),
     )
 
     id: int | None = Field(default=None, primary_key=True)
@@ -243,6 +272,12 @@ class ReportRow(SQLModel, table=True):
     transitions: str | None = _text()
     source: str = Field(default="ctxledger", max_length=64)
     layer: str | None = _text()
+    #: The journey of its result (run, tool call) where the result was first lost: losing,
+    #: and before every other losing journey of the call (``ctxledger.verdicts.sent_order``).
+    #: Its other losing journeys are the result still missing.
+    first_lost: bool = Field(
+        default=False, sa_column=Column(Boolean, nullable=False, server_default=false())
+    )
 
 
 # --- counters: the aggregates, kept by ingest --------------------------------------------
@@ -267,6 +302,10 @@ class JourneyCountRow(SQLModel, table=True):
     journeys: int = _big()
     lost_items: int = _big()
     lost_tokens: int = _big()
+    #: Lost results (each counted once, at its first lost journey) and what they lost.
+    lost_results: int = _counter()
+    result_lost_items: int = _counter()
+    result_lost_tokens: int = _counter()
 
 
 class RunJourneyCountRow(SQLModel, table=True):
@@ -280,6 +319,9 @@ class RunJourneyCountRow(SQLModel, table=True):
     agent_name: str = Field(primary_key=True, max_length=256)
     verdict: str = Field(primary_key=True, max_length=16)
     journeys: int
+    lost_results: int = Field(
+        default=0, sa_column=Column(Integer, nullable=False, server_default=text("0"))
+    )
 
 
 # --- alerting: events, groups and the notification outbox ------------------------------

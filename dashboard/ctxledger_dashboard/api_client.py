@@ -14,6 +14,33 @@ class CollectorUnavailable(RuntimeError):
     """The collector could not be reached or answered with an error."""
 
 
+class CollectorRefused(CollectorUnavailable):
+    """The collector answered, and refused the request (4xx): ``message`` says why."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(f"{status}: {message}")
+        self.status = status
+        self.message = message
+
+
+def error_message(response: httpx.Response) -> str:
+    """What the collector said was wrong: FastAPI's ``detail`` (a sentence, or a list of
+    validation errors as ``where: what``), else the body's start."""
+    try:
+        detail = response.json().get("detail")
+    except (ValueError, AttributeError):
+        return response.text[:300]
+    if isinstance(detail, str):
+        return detail
+    if isinstance(detail, list):
+        parts = []
+        for error in detail:
+            where = ".".join(str(p) for p in error.get("loc", ())[1:]) or "request"
+            parts.append(f"{where}: {error.get('msg', error)}")
+        return "; ".join(parts)
+    return response.text[:300]
+
+
 def api_url_from_environment() -> str:
     return os.environ.get("CTXLEDGER_API_URL", DEFAULT_API_URL).rstrip("/")
 
@@ -41,6 +68,8 @@ class CollectorClient:
             ) from error
         if response.status_code == 404:
             return None
+        if 400 <= response.status_code < 500:
+            raise CollectorRefused(response.status_code, error_message(response))
         if response.status_code >= 400:
             raise CollectorUnavailable(
                 f"the collector at {self.base_url} answered {response.status_code} for "

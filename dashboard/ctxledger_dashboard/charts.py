@@ -120,7 +120,8 @@ def loss_ranking(rows: list[dict[str, Any]], label: str, top: int = 10) -> Any:
                 "journeys": count,
                 "severity": _severity(verdict),
                 "losing": row["losing"],
-                "lost items": row["lost_items"],
+                "lost results": row["lost_results"],
+                "lost items": row["result_lost_items"],
             }
             for row in rows
             for verdict, count in row["verdicts"].items()
@@ -138,7 +139,7 @@ def loss_ranking(rows: list[dict[str, Any]], label: str, top: int = 10) -> Any:
                 "verdict:N", scale=_present_scale(set(data["verdict"])), legend=_bottom_legend()
             ),
             order=alt.Order("severity:Q", sort="descending"),
-            tooltip=[label, "verdict", "journeys", "losing", "lost items"],
+            tooltip=[label, "verdict", "journeys", "losing", "lost results", "lost items"],
         )
         .properties(height=alt.Step(26))
     )

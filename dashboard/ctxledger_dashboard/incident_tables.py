@@ -9,9 +9,10 @@ from urllib.parse import urlencode
 import pandas as pd
 import streamlit as st
 
-from ctxledger.verdicts import VERDICT_MEANINGS
+from ctxledger.verdicts import LOSING_VERDICTS, VERDICT_MEANINGS
 from ctxledger_dashboard import charts
 from ctxledger_dashboard.page_kit import (
+    count,
     cursor_page,
     fetch,
     run_link,
@@ -83,32 +84,71 @@ def styled(data: pd.DataFrame, column: str) -> Any:
     return data.style.map(verdict_style, subset=[column])
 
 
+LOSING = "losing"
+
+
+def _chosen_verdicts(choice: str | None) -> list[str]:
+    if choice == LOSING:
+        return list(LOSING_VERDICTS)
+    return [] if choice in (None, ANY) else [choice]
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
+def _run_count(f: dict[str, Any], verdicts: list[str]) -> int:
+    scope = {"agent": f["agent"], "since": f["since"], "until": f["until"]}
+    total: int = fetch("runs", limit=1, verdict=verdicts, **scope)["total"]
+    return total
+
+
 def runs(f: dict[str, Any], totals: dict[str, int]) -> None:
-    st.subheader("Worst recent runs" if not f["tool"] else f"Recent journeys of `{f['tool']}`")
+    """The runs (or, with a tool chosen, that tool's journeys) with a journey of the chosen
+    verdicts: all losing ones by default. Each chip counts what the table lists."""
+    tool = f["tool"]
+    st.subheader("Worst recent runs" if not tool else f"Recent journeys of `{tool}`")
     present = [v for v, n in ordered(totals) if n]
-    options = [*present, ANY]
+    options = ([LOSING] if any(v in LOSING_VERDICTS for v in present) else []) + present + [ANY]
+    if tool:
+        counts = {v: totals[v] for v in present}
+        counts[LOSING] = sum(totals.get(v, 0) for v in LOSING_VERDICTS)
+        counts[ANY] = sum(totals.values())
+        unit = "journey"
+    else:
+        counts = {option: _run_count(f, _chosen_verdicts(option)) for option in options}
+        unit = "run"
+
+    def label(option: str) -> str:
+        name = {LOSING: "any losing verdict", ANY: "any verdict"}.get(option, option)
+        return f"{name} · {_plural(counts[option], unit)}"
+
+    chip_key = f"runs_verdict:{','.join(options)}"
+    if st.session_state.get(chip_key) not in options:
+        st.session_state[chip_key] = options[0]
     choice = st.segmented_control(
-        "Journeys that are" if f["tool"] else "With at least one journey that is (journeys)",
+        "Journeys that are" if tool else "Runs with at least one journey that is",
         options,
-        default=options[0],
-        format_func=lambda v: f"{v} ({totals[v]:,})" if v in totals else "any verdict",
+        format_func=label,
         required=True,
-        key=f"runs_verdict:{','.join(options)}",
+        key=chip_key,
     )
-    verdict = None if choice in (None, ANY) else choice
-    if verdict:
-        st.caption(f"{badge(verdict)} {VERDICT_MEANINGS.get(verdict, '')}")
-    key = "runs_page:" + repr((f["range"], f["agent"], f["tool"], tuple(f["verdict"]), verdict))
+    verdicts = _chosen_verdicts(choice)
+    if choice == LOSING:
+        st.caption(" · ".join(f"{badge(v)} {VERDICT_MEANINGS[v]}" for v in LOSING_VERDICTS))
+    elif verdicts:
+        st.caption(f"{badge(verdicts[0])} {VERDICT_MEANINGS.get(verdicts[0], '')}")
+    key = "runs_page:" + repr((f["range"], f["agent"], tool, tuple(f["verdict"]), choice))
     _, after = cursor_page(key)
-    if f["tool"]:
-        tool_journeys(f, verdict, after, key)
+    if tool:
+        tool_journeys(f, verdicts, after, key)
         return
     listing = fetch(
         "runs",
         limit=PAGE_SIZE,
         after=after,
         agent=f["agent"],
-        verdict=verdict,
+        verdict=verdicts,
         since=f["since"],
         until=f["until"],
     )
@@ -125,8 +165,11 @@ def runs(f: dict[str, Any], totals: dict[str, int]) -> None:
                 "worst": run["worst_verdict"],
                 "agent": run["agent_name"] or run["service_name"] or "?",
                 "last seen": pd.Timestamp(run["last_seen"], unit="s", tz="UTC"),
+                "lost results": run["lost_results"],
                 "journeys": run["journeys"],
-                "verdicts": " · ".join(f"{v} {n}" for v, n in ordered(run["verdicts"])),
+                "verdicts (journeys)": " · ".join(
+                    f"{v} {n:,}" for v, n in ordered(run["verdicts"])
+                ),
                 "run": run_link(run["trace_id"]),
             }
             for run in runs
@@ -138,7 +181,11 @@ def runs(f: dict[str, Any], totals: dict[str, int]) -> None:
         width="stretch",
         column_config={
             "last seen": st.column_config.DatetimeColumn(format="distance"),
-            "verdicts": st.column_config.TextColumn(width="medium"),
+            "lost results": st.column_config.NumberColumn(
+                format="localized", help="tool results lost in the run, each counted once"
+            ),
+            "journeys": st.column_config.NumberColumn(format="localized"),
+            "verdicts (journeys)": st.column_config.TextColumn(width="medium"),
             "run": st.column_config.LinkColumn(
                 "run (trace id)", display_text=r"trace_id=([0-9a-f]+)", width="medium"
             ),
@@ -147,9 +194,9 @@ def runs(f: dict[str, Any], totals: dict[str, int]) -> None:
     cursor_page_controls(key, listing["total"], len(runs), listing.get("next_cursor"))
 
 
-def tool_journeys(f: dict[str, Any], verdict: str | None, after: str | None, key: str) -> None:
+def tool_journeys(f: dict[str, Any], chosen: list[str], after: str | None, key: str) -> None:
     """/runs has no tool filter: with a tool chosen, list that tool's journeys instead."""
-    verdicts = [verdict] if verdict else f["verdict"]
+    verdicts = chosen or f["verdict"]
     listing = fetch(
         "reports",
         limit=PAGE_SIZE,
@@ -170,10 +217,11 @@ def tool_journeys(f: dict[str, Any], verdict: str | None, after: str | None, key
                 "verdict": r["verdict"],
                 "agent": r["agent_name"] or "?",
                 "seen": pd.Timestamp(r["last_observed_at"], unit="s", tz="UTC"),
-                "step": r["step"],
+                "step": count(r["step"]),
+                "loss": loss_note(r),
                 "lost items": r["lost_items"],
                 "lost tokens": r["lost_tokens"],
-                "journey": run_link(r["trace_id"], r["step"], r["tool_call_id"]),
+                "journey": run_link(r["trace_id"], link_step(r), r["tool_call_id"]),
                 "run (trace id)": run_link(r["trace_id"]),
             }
             for r in reports
@@ -185,6 +233,8 @@ def tool_journeys(f: dict[str, Any], verdict: str | None, after: str | None, key
         width="stretch",
         column_config={
             "seen": st.column_config.DatetimeColumn(format="distance"),
+            "lost items": st.column_config.NumberColumn(format="localized"),
+            "lost tokens": st.column_config.NumberColumn(format="localized"),
             "journey": st.column_config.LinkColumn(display_text=r"tool_call_id=(.+)$"),
             "run (trace id)": st.column_config.LinkColumn(display_text=r"trace_id=([0-9a-f]+)"),
         },
@@ -201,6 +251,26 @@ def agent_link(name: str, range_code: str) -> str:
     return "/?" + urlencode({"agent": name, "range": range_code})
 
 
+def loss_note(report: dict[str, Any]) -> str:
+    """Whether a losing journey is where its result was first lost, or the same loss again."""
+    if report.get("first_lost"):
+        return "first lost here"
+    if report.get("still_missing"):
+        step = report.get("first_lost_step")
+        where = f"at step {step}" if step is not None else "earlier"
+        return f"first lost {where}, still missing"
+    return ""
+
+
+def link_step(report: dict[str, Any]) -> int | None:
+    """The step a journey's link opens: where its result was first lost, if it was."""
+    if report.get("still_missing") and report.get("first_lost_step") is not None:
+        step: int = report["first_lost_step"]
+        return step
+    found: int | None = report["step"]
+    return found
+
+
 def ranking(rows: list[dict[str, Any]], label: str, link: Any, range_code: str) -> None:
     if not rows:
         st.caption("Nothing in this window.")
@@ -212,23 +282,38 @@ def ranking(rows: list[dict[str, Any]], label: str, link: Any, range_code: str) 
         [
             {
                 label: row["name"] or "?",
-                "losing": row["losing"],
+                "lost results": row["lost_results"],
+                "losing journeys": row["losing"],
                 "journeys": row["journeys"],
-                "lost items": row["lost_items"],
-                "lost tokens": row["lost_tokens"],
-                "open": link(row["name"], range_code) if row["name"] else None,
+                "lost items": row["result_lost_items"],
+                "lost tokens": row["result_lost_tokens"],
+                "open": link(row["name"], range_code) if row["name"] else "",
             }
             for row in rows
         ]
     )
+    numbers = ["lost results", "losing journeys", "journeys", "lost items", "lost tokens"]
     st.dataframe(
         data,
         hide_index=True,
         width="stretch",
-        height=min(38 + 35 * len(data), 400),
-        column_order=[label, "open", "losing", "journeys", "lost items", "lost tokens"],
+        height=38 + 35 * len(data) if len(data) <= 15 else 560,
+        column_order=[label, "open", *numbers],
         column_config={
-            "losing": st.column_config.NumberColumn(help="silent + dropped + orphaned journeys"),
+            **{name: st.column_config.NumberColumn(format="localized") for name in numbers},
+            "lost results": st.column_config.NumberColumn(
+                format="localized",
+                help=f"tool results lost ({', '.join(LOSING_VERDICTS)}), each counted once",
+            ),
+            "losing journeys": st.column_config.NumberColumn(
+                format="localized", help="silent + dropped + orphaned journeys"
+            ),
+            "lost items": st.column_config.NumberColumn(
+                format="localized", help="what the lost results lost, each counted once"
+            ),
+            "lost tokens": st.column_config.NumberColumn(
+                format="localized", help="what the lost results lost, each counted once"
+            ),
             "open": st.column_config.LinkColumn(
                 "",
                 display_text="open →" if label == "tool" else "filter →",

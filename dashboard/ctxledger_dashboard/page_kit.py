@@ -6,11 +6,13 @@ import time
 from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
+from urllib.parse import urlsplit
 
 import streamlit as st
 
 from ctxledger_dashboard.api_client import (
     CollectorClient,
+    CollectorRefused,
     CollectorUnavailable,
     api_url_from_environment,
 )
@@ -48,6 +50,12 @@ def fetch(method: str, *args: Any, **kwargs: Any) -> Any:
     try:
         with st.spinner("Reading from the collector…"):
             return cached(method, api_url(), *args, **kwargs)
+    except CollectorRefused as error:
+        st.error(
+            f"**The collector refused this request** ({error.status}): {error.message}",
+            icon=":material/block:",
+        )
+        st.stop()
     except CollectorUnavailable as error:
         st.error(f"**The collector is unreachable.** {error}", icon=":material/power_off:")
         st.stop()
@@ -99,6 +107,20 @@ def to_newer_page(key: str) -> None:
 
 def to_first_page(key: str) -> None:
     st.session_state[key] = [None]
+
+
+def absolute(link: str) -> str:
+    """A link of this dashboard (``/run?…``) as the browser reaches it, when known."""
+    url = st.context.url
+    if not url:
+        return link
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}{link}"
+
+
+def count(value: int | None) -> str:
+    """A count with thousands separators; "—" for none."""
+    return "—" if value is None else f"{value:,}"
 
 
 def run_link(trace_id: str, step: int | None = None, tool_call_id: str | None = None) -> str:

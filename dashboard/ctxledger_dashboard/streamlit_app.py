@@ -9,15 +9,25 @@ from ctxledger_dashboard.page_kit import REFRESH_SECONDS, api_url
 # Page paths are relative to this file; Streamlit resolves them from the main script.
 st.set_page_config(page_title="ctxledger", page_icon=":material/receipt_long:", layout="wide")
 
+incidents = st.Page(
+    "app_pages/incidents.py",
+    title="Incidents",
+    icon=":material/emergency_home:",
+    url_path="incidents",
+    default=True,
+)
+
+
+def _overview() -> None:
+    """``/overview`` (the Incidents page's file name, the address people try): Incidents at
+    ``/``, with the filters the link carried."""
+    st.switch_page(incidents, query_params=st.query_params.to_dict())
+
+
 navigation = st.navigation(
     [
-        st.Page(
-            "app_pages/overview.py",
-            title="Incidents",
-            icon=":material/emergency_home:",
-            url_path="overview",
-            default=True,
-        ),
+        incidents,
+        st.Page(_overview, title="Overview", url_path="overview", visibility="hidden"),
         st.Page("app_pages/run.py", title="Run", icon=":material/route:", url_path="run"),
         st.Page("app_pages/tool.py", title="Tool", icon=":material/build:", url_path="tool"),
         st.Page(

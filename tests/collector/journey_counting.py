@@ -25,44 +25,62 @@ def report_rows(connection: Connection) -> list[Any]:
         REPORTS.c.last_observed_at,
         REPORTS.c.lost_items,
         REPORTS.c.lost_tokens,
+        REPORTS.c.first_lost,
         RUNS.c.service_name,
     ).join_from(REPORTS, RUNS, RUNS.c.id == REPORTS.c.run_id)
     return list(connection.execute(query))
 
 
+def _sums(row: Any) -> list[int]:
+    """A report's part of every sum: journeys, lost items and tokens, then the same for
+    lost results (its first lost journey only)."""
+    first = bool(row.first_lost)
+    own = [1, row.lost_items, row.lost_tokens]
+    return [*own, *(own if first else [0, 0, 0])]
+
+
 def expected_counters(
     rows: Sequence[Any],
-) -> tuple[dict[tuple[Any, ...], tuple[int, int, int]], dict[tuple[Any, ...], int]]:
-    journeys: dict[tuple[Any, ...], list[int]] = defaultdict(lambda: [0, 0, 0])
-    runs: dict[tuple[Any, ...], int] = defaultdict(int)
+) -> tuple[dict[tuple[Any, ...], tuple[int, ...]], dict[tuple[Any, ...], tuple[int, int]]]:
+    journeys: dict[tuple[Any, ...], list[int]] = defaultdict(lambda: [0] * 6)
+    runs: dict[tuple[Any, ...], list[int]] = defaultdict(lambda: [0, 0])
     for r in rows:
         for grain in GRAINS:
             key = (grain, bucket_of(r.last_observed_at, grain), r.agent_name or "")
             sums = journeys[(*key, r.tool_name or "", r.verdict)]
-            sums[0] += 1
-            sums[1] += r.lost_items
-            sums[2] += r.lost_tokens
-        runs[(r.run_id, r.agent_name or "", r.verdict)] += 1
-    return {k: (v[0], v[1], v[2]) for k, v in journeys.items()}, dict(runs)
+            for i, value in enumerate(_sums(r)):
+                sums[i] += value
+        counts = runs[(r.run_id, r.agent_name or "", r.verdict)]
+        counts[0] += 1
+        counts[1] += int(bool(r.first_lost))
+    return {k: tuple(v) for k, v in journeys.items()}, {k: (v[0], v[1]) for k, v in runs.items()}
 
 
 def stored_counters(
     connection: Connection,
-) -> tuple[dict[tuple[Any, ...], tuple[int, int, int]], dict[tuple[Any, ...], int]]:
-    r = RUN_JOURNEY_COUNTS.c
+) -> tuple[dict[tuple[Any, ...], tuple[int, ...]], dict[tuple[Any, ...], tuple[int, int]]]:
+    c, r = JOURNEY_COUNTS.c, RUN_JOURNEY_COUNTS.c
+    sums = (
+        c.journeys,
+        c.lost_items,
+        c.lost_tokens,
+        c.lost_results,
+        c.result_lost_items,
+        c.result_lost_tokens,
+    )
     journeys = {
-        (row.grain, row.bucket, row.agent_name, row.tool_name, row.verdict): (
-            row.journeys,
-            row.lost_items,
-            row.lost_tokens,
+        (row.grain, row.bucket, row.agent_name, row.tool_name, row.verdict): tuple(row[5:])
+        for row in connection.execute(
+            select(c.grain, c.bucket, c.agent_name, c.tool_name, c.verdict, *sums)
         )
-        for row in connection.execute(select(JOURNEY_COUNTS))
-        if (row.journeys, row.lost_items, row.lost_tokens) != (0, 0, 0)
+        if any(row[5:])
     }
     runs = {
-        (row.run_id, row.agent_name, row.verdict): row.journeys
-        for row in connection.execute(select(r.run_id, r.agent_name, r.verdict, r.journeys))
-        if row.journeys
+        (row.run_id, row.agent_name, row.verdict): (row.journeys, row.lost_results)
+        for row in connection.execute(
+            select(r.run_id, r.agent_name, r.verdict, r.journeys, r.lost_results)
+        )
+        if row.journeys or row.lost_results
     }
     return journeys, runs
 
@@ -91,7 +109,7 @@ def expected_tally(
     width: int | None,
 ) -> dict[tuple[Any, ...], list[int]]:
     """What ``journey_aggregates.tally`` must answer, by counting ``rows``."""
-    totals: dict[tuple[Any, ...], list[int]] = defaultdict(lambda: [0, 0, 0])
+    totals: dict[tuple[Any, ...], list[int]] = defaultdict(lambda: [0] * 6)
     for row in rows:
         if not _matches(row, f):
             continue
@@ -103,7 +121,6 @@ def expected_tally(
             continue
         label = bucket_of(t, width) if width else 0
         sums = totals[(label, *(getattr(row, name) for name in by))]
-        sums[0] += 1
-        sums[1] += row.lost_items
-        sums[2] += row.lost_tokens
+        for i, value in enumerate(_sums(row)):
+            sums[i] += value
     return dict(totals)

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from sqlalchemy import select
 
-from ctxledger.verdicts import Manifest, Measurement, Report
+from ctxledger.verdicts import Manifest, Measurement, Report, first_losses
 from ctxledger_collector.database import make_engine
 from ctxledger_collector.migrate import upgrade
 from ctxledger_collector.otlp_decode import DecodedBatch, DecodedManifest, DecodedMeasurement
@@ -78,6 +78,7 @@ def stored_verdicts(store: Store, trace_ids: set[str]) -> dict[tuple[str, str, s
             REPORTS.c.step,
             REPORTS.c.source,
             REPORTS.c.layer,
+            REPORTS.c.first_lost,
         )
         .join_from(REPORTS, RUNS, RUNS.c.id == REPORTS.c.run_id)
         .where(RUNS.c.trace_id.in_(trace_ids))
@@ -87,7 +88,11 @@ def stored_verdicts(store: Store, trace_ids: set[str]) -> dict[tuple[str, str, s
 
 
 def expected_verdicts(batches: Batches, now: float) -> dict[tuple[str, str, str | None], tuple]:
-    return {key: _summary(r) for key, r in whole_set_reports(batches, now=now).items()}
+    """Each journey as judging the whole set gives it, and whether its result was first
+    lost there (each lost result flagged once, whatever order its journeys came in)."""
+    reports = whole_set_reports(batches, now=now)
+    firsts = first_losses(reports.values())
+    return {key: (*_summary(r), key in firsts) for key, r in reports.items()}
 
 
 def _summary(r: Report) -> tuple:
@@ -152,7 +157,8 @@ def _judged_both_ways(store: Store, batches: Batches) -> dict[tuple[str, str, st
     for ms, mans in batches:
         memory.ingest(ms, mans, now=NOW)
     expected = expected_verdicts(batches, NOW)
-    in_memory = {key: _summary(r) for key, r in memory.reports.items()}
+    firsts = first_losses(memory.reports.values())
+    in_memory = {key: (*_summary(r), key in firsts) for key, r in memory.reports.items()}
     assert in_memory == expected
     stored = stored_verdicts(store, ingest(store, batches, NOW))
     assert stored == expected
@@ -212,3 +218,46 @@ def test_requests_of_another_conversation_never_follow_a_call(store: Store) -> N
                        tool_call_ids=carried, tool_calls=carried, span_id="3" * 16)  # fmt: skip
     stored = _judged_both_ways(store, [([], [follows]), ([], [other]), ([], [issuer])])
     assert {k[2]: v[0] for k, v in stored.items()} == {"a2": "intact"}
+
+
+def _resent(trace: str, request: str, step: int, chars: int, at: float) -> list[Measurement]:
+    """call_a's result assembled into ``request`` (of ``step``) with ``chars`` of its 100."""
+    span = f"{step:016x}"
+    return [
+        Measurement(
+            trace,
+            "call_a",
+            "assembled",
+            30,
+            chars=chars,
+            request_id=request,
+            step=step,
+            span_id=span,
+            observed_at=at,
+        )
+    ]
+
+
+def test_one_result_lost_and_re_sent_is_first_lost_once_whatever_the_order(store: Store) -> None:
+    """Cut in request 2, re-sent cut in request 3: two silent journeys, one lost result,
+    first lost at step 2 — also when step 3 arrives first, and again when the loss at
+    step 2 turns out to be no loss (a later copy of its stage) and step 3 is first."""
+    trace = os.urandom(16).hex()
+    original = Measurement(trace, "call_a", "original", 10, chars=100, step=1, span_id="1" * 16)
+    step3 = _resent(trace, "req_3", 3, 40, 900.0)
+    step2 = _resent(trace, "req_2", 2, 40, 900.0)
+    batches: Batches = [([original, *step3], []), (step2, [])]
+    stored = stored_verdicts(store, ingest(store, batches, NOW))
+    assert stored == expected_verdicts(batches, NOW)
+    assert {k[2]: (v[0], v[-1]) for k, v in stored.items()} == {
+        "req_2": ("silent", True),
+        "req_3": ("silent", False),
+    }
+    whole = _resent(trace, "req_2", 2, 100, 901.0)  # a later copy: step 2 kept it all
+    batches.append((whole, []))
+    stored = stored_verdicts(store, ingest(store, batches[-1:], NOW))
+    assert stored == expected_verdicts(batches, NOW)
+    assert {k[2]: (v[0], v[-1]) for k, v in stored.items()} == {
+        "req_2": ("intact", False),
+        "req_3": ("silent", True),
+    }

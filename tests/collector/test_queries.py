@@ -440,7 +440,7 @@ def test_bad_cursors_get_422(seeded: Seeded) -> None:
 BAD_REPORT_QUERIES: list[Any] = [
     {"trace_id": "xyz"},
     {"trace_id": "0" * 31},
-    {"trace_id": "A" * 32},
+    {"trace_id": "G" * 32},
     {"verdict": "lost"},
     [("verdict", "silent"), ("verdict", "vanished")],
     {"limit": 0},
@@ -512,6 +512,9 @@ def test_runs_with_verdict_counts_and_filters(seeded: Seeded) -> None:
     assert listed({"verdict": "declared"}) == {traces["B"]}
     assert listed({"verdict": "intact"}) == set(traces.values())
     assert listed({"verdict": "dropped"}) == set()
+    assert listed([("verdict", "declared"), ("verdict", "orphaned")]) == {traces["A"], traces["B"]}
+    # a-search cut at step 2 and re-sent cut at step 3 is one lost result; a-ghost the other.
+    assert run_a["lost_results"] == 2 and run_b["lost_results"] == 0
     assert listed({"agent": "svc-beta", "verdict": "declared"}) == {traces["B"]}
     assert listed({"since": repr(run_b["last_seen"])}) == {traces["B"], traces["C"]}
     assert listed({"until": repr(run_b["last_seen"])}) == {traces["A"]}
@@ -587,7 +590,11 @@ def test_unknown_or_malformed_run_ids(seeded: Seeded) -> None:
     assert seeded.http.get(f"/api/v1/runs/{'0' * 32}").status_code == 404
     assert seeded.http.get(f"/api/v1/runs/{'f' * 32}").status_code == 404
     assert seeded.http.get("/api/v1/runs/not-a-trace").status_code == 422
-    assert seeded.http.get(f"/api/v1/runs/{seeded.traces['A'].upper()}").status_code == 422
+    # Upper-case hex is the same trace id: accepted, and answered in lower case.
+    upper = seeded.traces["A"].upper()
+    assert _get(seeded.http, f"/api/v1/runs/{upper}")["trace_id"] == seeded.traces["A"]
+    found = reports(seeded.http, {"trace_id": upper})
+    assert found and {r["trace_id"] for r in found} == {seeded.traces["A"]}
 
 
 # --- deep links into the dashboard ---------------------------------------------------
@@ -610,13 +617,18 @@ def test_dashboard_links(database_url: str, configure_sdk: Configure, tmp_path: 
         clients = seed(configure_sdk, live.url)
         found = reports(http)
         assert len(found) == 7
+        assert any(report["still_missing"] for report in found)
         for report in found:
             query = _query(report["links"]["dashboard"])
+            # A result still missing links to the step where it was first lost.
+            step = report["first_lost_step"] if report["still_missing"] else report["step"]
             assert query == {
                 "trace_id": [report["trace_id"]],
-                "step": [str(report["step"])],
+                "step": [str(step)],
                 "tool_call_id": [report["tool_call_id"]],
             }
+            if report["still_missing"]:
+                assert report["first_lost_step"] < report["step"]
             assert report["links"]["run"] == f"/api/v1/runs/{report['trace_id']}"
         for run in _get(http, "/api/v1/runs")["runs"]:
             assert _query(run["links"]["dashboard"]) == {"trace_id": [run["trace_id"]]}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -31,27 +32,59 @@ def _text(app: AppTest) -> str:
 
 
 def test_incidents_page_points_at_the_tool_and_stage_that_lose(api_env: str) -> None:
-    app = _page("app_pages/overview.py")
+    app = _page("app_pages/incidents.py")
     metrics = {m.label: m.value for m in app.metric}
     assert metrics["Journeys"] == "24"  # every journey of the seven incidents
-    assert metrics["Losing journeys"] == "4"  # 2 silent, 1 dropped, 1 orphaned
+    # 2 silent journeys (one search result cut at step 2, re-sent cut at step 3), 1 dropped
+    # and 1 orphaned: three lost results; the 30 search records count once.
+    assert metrics["Lost results"] == "3"
+    assert [m.delta for m in app.metric if m.label == "Lost results"] == ["in 4 losing journeys"]
+    lost_items = int(metrics["Lost items"].replace(",", ""))
+    tools = {r["name"]: r for r in httpx.get(f"{api_env}/api/v1/stats/breakdown").json()["rows"]}
+    assert lost_items == sum(r["result_lost_items"] for r in tools.values())
+    assert tools["search_knowledge"]["result_lost_items"] == 30
     text = _text(app)
-    assert "Look first at `search_knowledge`" in text
-    assert "the context manager" in text
+    # Every losing tool lost one result: the one that lost most items comes first.
+    assert "Look first at `export_tickets`**: 1 lost result (1 dropped of 1 journey)" in text
+    assert "120 items lost" in text
+    ranking = next(d.value for d in app.dataframe if "tool" in d.value.columns)
+    search = ranking[ranking["tool"] == "search_knowledge"].iloc[0]
+    assert (search["lost results"], search["losing journeys"], search["lost items"]) == (1, 2, 30)
+
+
+def test_incidents_runs_default_to_every_losing_verdict_counted_in_runs(api_env: str) -> None:
+    app = _page("app_pages/incidents.py")
+    chips = app.segmented_control[0]
+    assert chips.value == "losing"
+    labels = list(chips.options)  # as shown
+    assert labels[0] == "any losing verdict · 3 runs"  # kb, ticket export, sre naive
+    assert labels[-1] == "any verdict · 7 runs"
+    assert all(label.endswith(("run", "runs")) for label in labels)
+    runs = app.dataframe[0].value
+    assert len(runs) == 3
+    assert set(runs["worst"]) == {"silent", "dropped", "orphaned"}
+    assert list(runs["lost results"]) == [1, 1, 1]
 
 
 def test_incidents_filters_come_from_the_url(api_env: str) -> None:
-    app = _page("app_pages/overview.py", agent="ticket-agent")
+    app = _page("app_pages/incidents.py", agent="ticket-agent")
     metrics = {m.label: m.value for m in app.metric}
     assert metrics["Journeys"] == "2"
-    assert metrics["Losing journeys"] == "1"  # the dropped export
+    assert metrics["Lost results"] == "1"  # the dropped export
 
 
 def test_tool_page_names_the_layer_to_fix(api_env: str) -> None:
+    """search_knowledge loses at context assembly."""
     app = _page("app_pages/tool.py", tool="search_knowledge")
-    assert "Fix at: the context manager" in _text(app)
+    text = _text(app)
+    assert "Fix at: the context manager" in text
+    assert "Most losses (1 silent)" in text and ": 30 items" in text  # the re-send not again
     metrics = {m.label: m.value for m in app.metric}
-    assert metrics["Lost items"] == "60"  # 30 in each of the two requests that carried it
+    # Cut at step 2 and re-sent cut at step 3: one lost result, its 30 items once.
+    assert (metrics["Lost results"], metrics["Lost items"]) == ("1", "30")
+    recent = next(d.value for d in app.dataframe if "loss" in d.value.columns)
+    assert sorted(recent["loss"]) == ["first lost at step 2, still missing", "first lost here"]
+    assert all("&step=2&" in link for link in recent["journey"])  # both open step 2
 
 
 def test_alerts_page_shows_groups_notifications_and_rules(api_env: str) -> None:
@@ -74,7 +107,9 @@ def test_alerts_page_shows_groups_notifications_and_rules(api_env: str) -> None:
     assert "ctxledger_journeys_total" in text  # the Prometheus pointer
 
 
-@pytest.mark.parametrize("path", ["app_pages/overview.py", "app_pages/run.py", "app_pages/tool.py"])
+@pytest.mark.parametrize(
+    "path", ["app_pages/incidents.py", "app_pages/run.py", "app_pages/tool.py"]
+)
 def test_every_page_has_an_empty_state(
     path: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -89,8 +124,8 @@ def test_incidents_runs_table_pages_by_cursor(api_env: str, monkeypatch) -> None
     from ctxledger_dashboard import incident_tables
 
     monkeypatch.setattr(incident_tables, "PAGE_SIZE", 3)
-    app = _page("app_pages/overview.py")
-    app.segmented_control[0].set_value("any").run()
+    app = _page("app_pages/incidents.py")
+    app.segmented_control[0].set_value(incident_tables.ANY).run()
 
     def shown() -> list[str]:
         return list(app.dataframe[0].value["run"])

@@ -9,7 +9,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ctxledger import semconv as sc
-from ctxledger.verdicts import Manifest, Measurement, Report, Tolerances, judge_trace
+from ctxledger.verdicts import (
+    LOSING_VERDICTS,
+    Manifest,
+    Measurement,
+    Report,
+    Tolerances,
+    first_losses,
+    judge_trace,
+    sent_order,
+)
 from ctxledger.verdicts.memory_state import MemoryTraceState
 
 TRACES = ("a" * 32, "b" * 32)
@@ -259,3 +268,34 @@ def test_a_manifest_of_a_nearer_step_moves_the_drop_to_it():
     }
     expected = judge_trace([original], [later, nearer], tolerances=TOLERANCES, now=NOW)
     assert state.reports == {r.key: r for r in expected}
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(batched_traces())
+def test_each_lost_result_is_first_lost_in_exactly_one_journey(batches):
+    """The counts of lost results follow first_losses: one journey per call with a losing
+    journey, the earliest sent, the same from incremental reports as from the whole set."""
+    state = MemoryTraceState(TOLERANCES)
+    for ms, mans in batches:
+        state.ingest(ms, mans, now=NOW)
+    firsts = first_losses(state.reports.values())
+    assert firsts == first_losses(whole_set_reports(batches).values())
+    losing = [r for r in state.reports.values() if r.verdict in LOSING_VERDICTS]
+    assert {(t, c) for t, c, _ in firsts} == {(r.trace_id, r.tool_call_id) for r in losing}
+    assert len(firsts) == len({(t, c) for t, c, _ in firsts})
+    for r in losing:
+        first = state.reports[next(k for k in firsts if k[:2] == (r.trace_id, r.tool_call_id))]
+        assert sent_order(first.step, first.request_id or "") <= sent_order(
+            r.step, r.request_id or ""
+        )
+
+
+def test_a_result_re_sent_cut_is_first_lost_at_its_earliest_step():
+    reports = [
+        Report("t", "call_0", "req_3", sc.VERDICT_SILENT, step=3),
+        Report("t", "call_0", "req_2", sc.VERDICT_SILENT, step=2),
+        Report("t", "call_0", "req_1", sc.VERDICT_INTACT, step=1),
+        Report("t", "call_0", None, sc.VERDICT_ORPHANED),  # no step: sent last
+        Report("t", "call_1", "req_9", sc.VERDICT_DECLARED, step=9),  # not lost
+    ]
+    assert first_losses(reports) == {("t", "call_0", "req_2")}

@@ -13,7 +13,7 @@ PostgreSQL; SQLite writers are serialised), so two collectors never notify a gro
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,18 +50,27 @@ def _insert(dialect: str) -> Any:
 
 
 def record_events(
-    session: Session, reports: Iterable[Report], context: AlertContext, now: float
+    session: Session,
+    reports: Iterable[Report],
+    context: AlertContext,
+    now: float,
+    still_missing: Collection[tuple[str, str, str]] = (),
 ) -> int:
     """Bring the events of the journeys just judged in line with their verdicts: add the
     rules they now match, correct or withdraw events not yet notified (a verdict can
     change while stages arrive out of order). Notified events are history and stay.
+    A lost result alerts once, at the journey where it was first lost: the journeys in
+    ``still_missing`` (trace, call, request key: losing, but not first lost) match no
+    rule, and their events not yet notified are withdrawn.
     Returns how many events are new or changed."""
     dialect = session.get_bind().dialect.name
-    judged: set[tuple[str, str, str]] = set()
+    judged: set[tuple[str, str, str]] = set(still_missing)
     wanted: dict[tuple[str, str, str, str], dict[str, Any]] = {}
     for report in reports:
         journey = (report.trace_id, report.tool_call_id, report.request_id or "")
         judged.add(journey)
+        if journey in still_missing:
+            continue
         for rule in matching_rules(context.config.rules, report):
             wanted[(rule.name, journey[0], journey[1], journey[2])] = {
                 "rule": rule.name,

@@ -168,12 +168,17 @@ class SlackSink(BaseModel):
 
 
 class LogSink(BaseModel):
-    """Writes each notification to the collector's log."""
+    """Writes each notification to the collector's log (stderr), or appends it to a file."""
 
     model_config = _STRICT
 
     type: Literal["log"]
     name: str = Field(default="log", min_length=1)
+    path: str | None = Field(
+        default=None,
+        min_length=1,
+        description="append each notification as one JSON line to this file, not stderr",
+    )
 
 
 Sink = Annotated[WebhookSink | SlackSink | LogSink, Field(discriminator="type")]
@@ -234,8 +239,9 @@ class AlertsConfig(BaseModel):
         return sinks
 
 
-def default_config() -> AlertsConfig:
-    """Alert, critically, on every journey that lost content silently; log it."""
+def default_config(log_file: str | None = None) -> AlertsConfig:
+    """Alert, critically, on every journey that lost content silently; log it (to stderr,
+    or appended to ``log_file``)."""
     return AlertsConfig(
         rules=(
             Rule(
@@ -244,7 +250,7 @@ def default_config() -> AlertsConfig:
                 severity="critical",
             ),
         ),
-        sinks=(LogSink(type="log"),),
+        sinks=(LogSink(type="log", path=log_file),),
     )
 
 

@@ -40,5 +40,9 @@ def send(sink: Sink, webhook_id: str, payload: dict[str, Any], http: httpx.Clien
         line = json.dumps(
             {"ctxledger_alert": payload, "webhook_id": webhook_id}, ensure_ascii=False
         )
-        sys.stderr.write(line + "\n")
-        sys.stderr.flush()
+        if sink.path:
+            with open(sink.path, "a", encoding="utf-8") as log_file:
+                log_file.write(line + "\n")
+        else:
+            sys.stderr.write(line + "\n")
+            sys.stderr.flush()

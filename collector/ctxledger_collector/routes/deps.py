@@ -31,7 +31,10 @@ def get_session(state: StateDep) -> Iterator[Session]:
 
 SessionDep = Annotated[Session, Depends(get_session)]
 
-TraceId = Annotated[str, Path(pattern="^[0-9a-f]{32}$", description="32 lower-case hex")]
+#: A trace id as OTLP JSON writes it (32 hex digits); upper case is accepted, and the
+#: handlers look it up in lower case (``.lower()``), as the collector stores it.
+TRACE_ID_PATTERN = "^[0-9a-fA-F]{32}$"
+TraceId = Annotated[str, Path(pattern=TRACE_ID_PATTERN, description="32 hex digits (any case)")]
 Limit = Annotated[int, Query(ge=1, le=1000, description="page size")]
 #: Bounded so that no offset overflows a database integer (an offset past the rows is empty).
 MAX_OFFSET = 2**31 - 1

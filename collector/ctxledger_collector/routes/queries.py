@@ -9,6 +9,7 @@ from fastapi import APIRouter, HTTPException, Query
 from ctxledger_collector import queries, run_listing
 from ctxledger_collector.responses import ReportsPublic, RunDetailPublic, RunsPublic
 from ctxledger_collector.routes.deps import (
+    TRACE_ID_PATTERN,
     After,
     Limit,
     Offset,
@@ -32,7 +33,9 @@ router = APIRouter(prefix="/api/v1", tags=["query"])
 def get_reports(
     state: StateDep,
     session: SessionDep,
-    trace_id: Annotated[str | None, Query(pattern="^[0-9a-f]{32}$")] = None,
+    trace_id: Annotated[
+        str | None, Query(pattern=TRACE_ID_PATTERN, description="32 hex digits (any case)")
+    ] = None,
     verdict: Verdicts = None,
     agent: str | None = None,
     tool: str | None = None,
@@ -44,7 +47,13 @@ def get_reports(
     after: After = None,
 ) -> dict[str, Any]:
     report_filter = queries.ReportFilter(
-        trace_id, verdict_filter(verdict), agent, tool, tool_call_id, since, until
+        trace_id.lower() if trace_id else None,
+        verdict_filter(verdict),
+        agent,
+        tool,
+        tool_call_id,
+        since,
+        until,
     )
     page = page_of(limit, offset, after)
     with cursor_errors():
@@ -56,22 +65,22 @@ def get_runs(
     state: StateDep,
     session: SessionDep,
     agent: str | None = None,
-    verdict: str | None = None,
+    verdict: Verdicts = None,
     since: Since = None,
     until: Until = None,
     limit: Limit = 50,
     offset: Offset = 0,
     after: After = None,
 ) -> dict[str, Any]:
-    if verdict is not None:
-        verdict_filter([verdict])
+    """Runs with a journey of any of the verdicts given (repeat ``verdict``)."""
+    verdicts = verdict_filter(verdict)
     with cursor_errors():
         return run_listing.list_runs(
             session,
             page_of(limit, offset, after),
             state.settings.dashboard_url,
             agent=agent,
-            verdict=verdict,
+            verdicts=verdicts,
             since=since,
             until=until,
         )
@@ -84,6 +93,7 @@ def get_runs(
     responses={404: {"description": "no run with this trace id"}},
 )
 def get_run(state: StateDep, session: SessionDep, trace_id: TraceId) -> dict[str, Any]:
+    trace_id = trace_id.lower()
     detail = queries.run_detail(session, trace_id, state.settings.dashboard_url)
     if detail is None:
         raise HTTPException(404, f"no run with trace id {trace_id}")

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+import pandas as pd
 import streamlit as st
 
 from ctxledger import semconv as sc
 from ctxledger.verdicts import VERDICT_MEANINGS, VERDICT_SEVERITY
 from ctxledger_dashboard import charts
+from ctxledger_dashboard.incident_tables import styled
 from ctxledger_dashboard.page_kit import (
+    absolute,
+    count,
     cursor_page,
     empty_state,
     fetch,
@@ -22,21 +27,52 @@ from ctxledger_dashboard.page_kit import (
 from ctxledger_dashboard.verdict_style import badge, ordered
 
 PAGE_SIZE = 50
+TRACE_ID = re.compile(r"[0-9a-f]{32}")
 
 
 def _choose_run() -> str | None:
-    """No run in the URL: offer the recent ones (one page at a time, from the server)."""
+    """No run in the URL: the recent runs with their verdicts (one page at a time, from
+    the server), each a link, and a picker."""
     page, after = cursor_page("run_picker_pages")
     listing = fetch("runs", limit=PAGE_SIZE, after=after)
     if not listing["runs"]:
         empty_state("runs")
         return None
+    st.title("Runs")
+    st.caption("Recent runs, newest first: open one to follow its tool results step by step.")
+    data = pd.DataFrame(
+        [
+            {
+                "worst": r["worst_verdict"],
+                "agent": r["agent_name"] or r["service_name"] or "?",
+                "last seen": pd.Timestamp(r["last_seen"], unit="s", tz="UTC"),
+                "lost results": r["lost_results"],
+                "journeys": r["journeys"],
+                "verdicts (journeys)": " · ".join(f"{v} {n:,}" for v, n in ordered(r["verdicts"])),
+                "run": run_link(r["trace_id"]),
+            }
+            for r in listing["runs"]
+        ]
+    )
+    st.dataframe(
+        styled(data, "worst"),
+        hide_index=True,
+        width="stretch",
+        column_config={
+            "last seen": st.column_config.DatetimeColumn(format="distance"),
+            "lost results": st.column_config.NumberColumn(format="localized"),
+            "journeys": st.column_config.NumberColumn(format="localized"),
+            "run": st.column_config.LinkColumn(
+                "run (trace id)", display_text=r"trace_id=([0-9a-f]+)", width="medium"
+            ),
+        },
+    )
     labels = {
         f"{r['agent_name'] or '?'} · {when(r['last_seen'])} · worst: {r['worst_verdict']} · "
         f"{r['trace_id']}": r["trace_id"]
         for r in listing["runs"]
     }
-    choice = st.selectbox("Pick a run", list(labels), index=None, placeholder="recent runs…")
+    choice = st.selectbox("Or pick a run", list(labels), index=None, placeholder="recent runs…")
     columns = st.columns([1, 1, 6])
     if page > 0 and columns[0].button("← newer"):
         to_newer_page("run_picker_pages")
@@ -53,28 +89,34 @@ def _journey_title(journey: dict[str, Any]) -> str:
     first_items = next((s["items"] for s in stages if s["items"] is not None), None)
     lost = ""
     if journey["lost_items"]:
-        of = f" of {first_items}" if first_items is not None else ""
-        lost = f" — lost {journey['lost_items']}{of} items"
+        of = f" of {first_items:,}" if first_items is not None else ""
+        lost = f" — lost {journey['lost_items']:,}{of} items"
     elif journey["lost_tokens"]:
         lost = f" — lost {journey['lost_tokens']:,} tokens"
     return f"`{journey['tool_name'] or '?'}` · `{journey['tool_call_id']}`{lost}"
 
 
+def _yes_no(value: bool | None) -> str:
+    return "—" if value is None else ("yes" if value else "no")
+
+
 def _stage_table(stages: list[dict[str, Any]]) -> None:
+    """The stages, every cell text: counts with thousands separators, "—" where a stage
+    did not measure it."""
     st.dataframe(
         [
             {
                 "stage": s["stage"],
-                "items": s["items"],
-                "chars": s["chars"],
-                "tokens": s["tokens"],
+                "items": count(s["items"]),
+                "chars": count(s["chars"]),
+                "tokens": count(s["tokens"]),
                 "tokenizer": s["tokenizer"] + (" (estimated)" if s["tokens_estimated"] else "")
                 if s["tokenizer"]
-                else None,
-                "JSON": s["json_valid"],
+                else "—",
+                "JSON": _yes_no(s["json_valid"]),
                 "declared": s["strategy"] or ("yes" if s["declared"] else ""),
                 "marker": ", ".join(s["markers_found"]) or ("yes" if s["marker"] else ""),
-                "ref": s["ref"],
+                "ref": s["ref"] or "",
             }
             for s in stages
         ],
@@ -91,6 +133,16 @@ def _journey(journey: dict[str, Any], focused: bool) -> None:
             + (" :material/arrow_back: *linked*" if focused else "")
         )
         st.caption(VERDICT_MEANINGS.get(verdict, ""))
+        if journey.get("first_lost"):
+            st.markdown(":material/flag: **First lost here** — this is the loss to fix.")
+        elif journey.get("still_missing"):
+            step = journey.get("first_lost_step")
+            at = f"at step {step}" if step is not None else "earlier"
+            target = run_link(st.session_state.run_trace_id, step, journey["tool_call_id"])
+            st.markdown(
+                f":material/history: **Still missing** in step {journey['step']}: first lost "
+                f"{at} ([open →]({target})). The same loss again, counted once."
+            )
         where = f" · where: {journey['layer']}" if journey.get("layer") else ""
         st.caption(f"evidence: {journey.get('source', sc.SOURCE_CTXLEDGER)}{where}")
         if not journey["settled"]:
@@ -174,7 +226,8 @@ def _step(step: dict[str, Any], focus_step: int | None, focus_call: str | None) 
     )
     with st.expander(f"{label} · worst: {step['verdict']}", expanded=expanded):
         st.markdown(summary or "_no tool results in this step_")
-        st.caption(f"Link: {run_link(st.session_state.run_trace_id, step['step'])}")
+        link = absolute(run_link(st.session_state.run_trace_id, step["step"]))
+        st.markdown(f":material/link: [Link to this step]({link})")
         for request in step["requests"]:
             if request["manifest"] is not None:
                 _manifest(request["manifest"])
@@ -189,8 +242,16 @@ def _step(step: dict[str, Any], focus_step: int | None, focus_call: str | None) 
 
 def render() -> None:
     params = st.query_params
-    trace_id = params.get("trace_id") or _choose_run()
+    asked = (params.get("trace_id") or "").strip()
+    trace_id = asked.lower() or _choose_run()
     if not trace_id:
+        return
+    if not TRACE_ID.fullmatch(trace_id):
+        st.warning(
+            f"`{asked}` is not a trace id: a trace id is 32 hex digits "
+            "(as in the collector's reports and your tracing backend).",
+            icon=":material/search_off:",
+        )
         return
     if trace_id != params.get("trace_id"):
         st.query_params["trace_id"] = trace_id
@@ -209,9 +270,14 @@ def render() -> None:
         f"trace `{run['trace_id']}` · service `{run['service_name'] or '?'}` · "
         f"{when(run['first_seen'])} → {when(run['last_seen'])}"
     )
-    columns = st.columns(len(run["verdicts"]) or 1)
-    for column, (verdict, count) in zip(columns, ordered(run["verdicts"]), strict=False):
-        column.metric(verdict, count, help=VERDICT_MEANINGS.get(verdict))
+    columns = st.columns(len(run["verdicts"]) + 1)
+    columns[0].metric(
+        "lost results",
+        f"{run['lost_results']:,}",
+        help="tool results lost in this run, each counted once (where it was first lost)",
+    )
+    for column, (verdict, journeys) in zip(columns[1:], ordered(run["verdicts"]), strict=False):
+        column.metric(f"{verdict} journeys", f"{journeys:,}", help=VERDICT_MEANINGS.get(verdict))
     for step in run["steps"]:
         _step(step, focus_step, focus_call)
 

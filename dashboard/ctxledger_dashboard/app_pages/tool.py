@@ -14,6 +14,7 @@ import streamlit as st
 from ctxledger import semconv as sc
 from ctxledger.verdicts import LOSING_VERDICTS, VERDICT_MEANINGS
 from ctxledger_dashboard import charts
+from ctxledger_dashboard.incident_tables import link_step, loss_note
 from ctxledger_dashboard.page_kit import TIME_RANGES, empty_state, fetch, live, run_link
 from ctxledger_dashboard.url_state import DEFAULT_RANGE, RANGES, synced, to_url
 from ctxledger_dashboard.verdict_style import COLORS, LAYER_OF_STAGE, badge, ordered
@@ -37,13 +38,13 @@ def _where(stage: dict[str, Any]) -> str:
 
 def _choose(since: float | None) -> tuple[str | None, dict[str, int]]:
     rows = fetch("breakdown", "tool", limit=500, since=since)["rows"]
-    losing = {row["name"]: row["losing"] for row in rows if row["name"]}
+    losing = {row["name"]: row["lost_results"] for row in rows if row["name"]}
     tool = st.selectbox(
         "Tool",
         synced("tool", list(losing), None),
         index=None,
-        placeholder="choose a tool (most losing first)",
-        format_func=lambda n: f"{n} · {losing[n]} losing" if losing.get(n) else n,
+        placeholder="choose a tool (most lost results first)",
+        format_func=lambda n: f"{n} · {losing[n]:,} lost" if losing.get(n) else n,
         key="filter_tool",
     )
     to_url("tool", tool)
@@ -53,19 +54,32 @@ def _choose(since: float | None) -> tuple[str | None, dict[str, int]]:
 def _headline(profile: dict[str, Any]) -> None:
     journeys = profile["journeys"]
     losing = profile["losing"]
+    losing_words = ", ".join(LOSING_VERDICTS)
     columns = st.columns(4)
     columns[0].metric("Journeys", f"{journeys:,}", border=True)
     columns[1].metric(
-        "Losing journeys",
-        f"{losing:,}",
-        delta=f"{losing / journeys:.0%} of journeys" if losing else None,
+        "Lost results",
+        f"{profile['lost_results']:,}",
+        delta=f"in {losing:,} losing journeys" if losing else None,
         delta_color="inverse",
         delta_arrow="off",
-        help="; ".join(f"{v}: {VERDICT_MEANINGS[v]}" for v in LOSING_VERDICTS),
+        help=f"This tool's results lost ({losing_words}), each counted once: a result re-sent "
+        "still missing in later requests is the same loss. "
+        + "; ".join(f"{v}: {VERDICT_MEANINGS[v]}" for v in LOSING_VERDICTS),
         border=True,
     )
-    columns[2].metric("Lost items", f"{profile['lost_items']:,}", border=True)
-    columns[3].metric("Lost tokens", f"{profile['lost_tokens']:,}", border=True)
+    columns[2].metric(
+        "Lost items",
+        f"{profile['result_lost_items']:,}",
+        help=f"Items its lost results lost ({losing_words}), each result counted once.",
+        border=True,
+    )
+    columns[3].metric(
+        "Lost tokens",
+        f"{profile['result_lost_tokens']:,}",
+        help=f"Tokens its lost results lost ({losing_words}), each result counted once.",
+        border=True,
+    )
     if profile["sampled"]:
         st.caption(f"Computed from the {journeys:,} most recent journeys of this tool.")
 
@@ -101,6 +115,10 @@ def _stage_table(by_stage: list[dict[str, Any]]) -> None:
         ),
         hide_index=True,
         width="stretch",
+        column_config={
+            name: st.column_config.NumberColumn(format="localized")
+            for name in ("journeys", "lost items", "lost tokens")
+        },
     )
 
 
@@ -151,12 +169,13 @@ def _recent(reports: list[dict[str, Any]]) -> None:
                 "verdict": r["verdict"],
                 "seen": pd.Timestamp(r["last_observed_at"], unit="s", tz="UTC"),
                 "agent": r["agent_name"] or "?",
+                "loss": loss_note(r),
                 "lost items": r["lost_items"],
                 "lost tokens": r["lost_tokens"],
                 "what was lost": _what_was_lost(r),
                 "lost ids": _lost_ids(r["lost_item_ids"]),
-                "journey": run_link(r["trace_id"], r["step"], r["tool_call_id"]),
-                "step link": run_link(r["trace_id"], r["step"]),
+                "journey": run_link(r["trace_id"], link_step(r), r["tool_call_id"]),
+                "step link": run_link(r["trace_id"], r["step"]) if r["step"] is not None else "",
                 "run (trace id)": run_link(r["trace_id"]),
             }
             for r in reports
@@ -171,7 +190,11 @@ def _recent(reports: list[dict[str, Any]]) -> None:
         width="stretch",
         column_config={
             "seen": st.column_config.DatetimeColumn(format="distance"),
-            "journey": st.column_config.LinkColumn(display_text="open →"),
+            "lost items": st.column_config.NumberColumn(format="localized"),
+            "lost tokens": st.column_config.NumberColumn(format="localized"),
+            "journey": st.column_config.LinkColumn(
+                display_text="open →", help="where the result was first lost"
+            ),
             "step link": st.column_config.LinkColumn("step", display_text=r"step=(\d+)"),
             "run (trace id)": st.column_config.LinkColumn(display_text=r"trace_id=([0-9a-f]+)"),
             "what was lost": st.column_config.TextColumn(width="large"),
@@ -180,6 +203,7 @@ def _recent(reports: list[dict[str, Any]]) -> None:
             "verdict",
             "seen",
             "agent",
+            "loss",
             "lost items",
             "lost tokens",
             "journey",

@@ -16,6 +16,7 @@ from ctxledger.verdicts.model import (
     Tolerances,
     Transition,
 )
+from ctxledger.verdicts.results import first_losses, sent_order
 from ctxledger.verdicts.transitions import compare
 from ctxledger.verdicts.vocabulary import (
     ALERT_SEVERITIES,
@@ -41,8 +42,10 @@ __all__ = [
     "Tolerances",
     "Transition",
     "compare",
+    "first_losses",
     "judge_trace",
     "preferred_copy",
     "preferred_copy_key",
+    "sent_order",
     "worst",
 ]

@@ -39,7 +39,7 @@ def _window(code: str) -> tuple[float | None, float | None]:
 def _names(by: str, since: float | None) -> dict[str, int]:
     """Agent or tool names in the window, most losing first, with their losing counts."""
     rows = fetch("breakdown", by, limit=500, since=since)["rows"]
-    return {row["name"]: row["losing"] for row in rows if row["name"]}
+    return {row["name"]: row["lost_results"] for row in rows if row["name"]}
 
 
 def _filters() -> dict[str, Any]:
@@ -58,7 +58,7 @@ def _filters() -> dict[str, Any]:
     tools = _names("tool", since)
 
     def losing_label(counts: dict[str, int]) -> Any:
-        return lambda name: f"{name} · {counts[name]} losing" if counts.get(name) else name
+        return lambda name: f"{name} · {counts[name]:,} lost" if counts.get(name) else name
 
     agent = columns[1].selectbox(
         "Agent",
@@ -98,11 +98,14 @@ def _filters() -> dict[str, Any]:
     }
 
 
-def _headline(totals: dict[str, int], agent_rows: list[dict[str, Any]]) -> None:
+LOSING_WORDS = ", ".join(LOSING_VERDICTS)
+
+
+def _headline(totals: dict[str, int], results: dict[str, int]) -> None:
+    """Journeys, and the lost results among them: a tool result cut at step 2 and re-sent
+    cut at step 3 is one lost result (two losing journeys); its items count once."""
     journeys = sum(totals.values())
     losing = sum(totals.get(v, 0) for v in LOSING_VERDICTS)
-    lost_items = sum(row["lost_items"] for row in agent_rows)
-    lost_tokens = sum(row["lost_tokens"] for row in agent_rows)
     columns = st.columns(4)
     columns[0].metric(
         "Journeys",
@@ -111,32 +114,39 @@ def _headline(totals: dict[str, int], agent_rows: list[dict[str, Any]]) -> None:
         border=True,
     )
     columns[1].metric(
-        "Losing journeys",
-        f"{losing:,}",
-        delta=f"{losing / journeys:.0%} of journeys" if losing else None,
+        "Lost results",
+        f"{results['lost_results']:,}",
+        delta=f"in {losing:,} losing journeys" if losing else None,
         delta_color="inverse",
         delta_arrow="off",
-        help="; ".join(f"{v}: {VERDICT_MEANINGS[v]}" for v in LOSING_VERDICTS),
+        help=f"Tool results lost ({LOSING_WORDS}), each counted once: a result re-sent "
+        "still missing in later requests is the same loss. "
+        + "; ".join(f"{v}: {VERDICT_MEANINGS[v]}" for v in LOSING_VERDICTS),
         border=True,
     )
     columns[2].metric(
         "Lost items",
-        f"{lost_items:,}",
-        help="Items (records, rows, documents) missing between the first and the last stage, "
-        "whatever the verdict (declared trims included).",
+        f"{results['result_lost_items']:,}",
+        help=f"Items (records, rows, documents) the lost results lost ({LOSING_WORDS}), "
+        "each result counted once, where it was first lost.",
         border=True,
     )
     columns[3].metric(
         "Lost tokens",
-        f"{lost_tokens:,}",
-        help="Tokens missing between the first and the last stage, whatever the verdict.",
+        f"{results['result_lost_tokens']:,}",
+        help=f"Tokens the lost results lost ({LOSING_WORDS}), each result counted once.",
         border=True,
     )
 
 
+def _result_totals(rows: list[dict[str, Any]]) -> dict[str, int]:
+    names = ("lost_results", "result_lost_items", "result_lost_tokens")
+    return {name: sum(row[name] for row in rows) for name in names}
+
+
 def _look_first(tool_rows: list[dict[str, Any]], f: dict[str, Any]) -> None:
     """The incident's short answer: the tool that loses most, and the layer to fix."""
-    worst = next((row for row in tool_rows if row["losing"] and row["name"]), None)
+    worst = next((row for row in tool_rows if row["lost_results"] and row["name"]), None)
     if worst is None:
         return
     name = worst["name"]
@@ -147,10 +157,12 @@ def _look_first(tool_rows: list[dict[str, Any]], f: dict[str, Any]) -> None:
         step = f"{stage['from_stage']} → {stage['stage']}" if stage["from_stage"] else "the request"
         layer = LAYER_OF_STAGE.get(stage["stage"], f"the code behind `{stage['stage']}`")
         where = f" Most losses happen at **{step}**: look at **{layer}**."
-    losing = ", ".join(f"{n} {v}" for v, n in ordered(worst["verdicts"]) if v in LOSING_VERDICTS)
+    losing = ", ".join(f"{n:,} {v}" for v, n in ordered(worst["verdicts"]) if v in LOSING_VERDICTS)
+    results = worst["lost_results"]
     st.error(
-        f"**Look first at `{name}`**: {losing} of {worst['journeys']} journeys, "
-        f"{worst['lost_items']:,} items lost.{where} "
+        f"**Look first at `{name}`**: {results:,} lost result{'s' if results != 1 else ''} "
+        f"({losing} of {worst['journeys']:,} journey{'s' if worst['journeys'] != 1 else ''}), "
+        f"{worst['result_lost_items']:,} items lost.{where} "
         f"[Open the tool →]({incident_tables.tool_link(name, f['range'])})",
         icon=":material/search:",
     )
@@ -201,18 +213,16 @@ def render() -> None:
         return
     tool_rows = fetch("breakdown", "tool", limit=500, **scope)["rows"]
     agent_rows = fetch("breakdown", "agent", limit=500, **scope)["rows"]
-    _headline(totals, agent_rows)
+    _headline(totals, _result_totals(agent_rows))
     _look_first(tool_rows, f)
     _timeline(f, timeline)
     incident_tables.runs(f, totals)
     st.subheader("Who loses most")
-    st.caption("Silent, dropped and orphaned journeys first, then by lost items.")
-    left, right = st.columns(2, gap="large")
-    with left:
-        st.markdown("**Tools**")
+    st.caption(f"Most lost results ({LOSING_WORDS}, each counted once) first, then by lost items.")
+    tools, agents = st.tabs(["Tools", "Agents"])
+    with tools:
         incident_tables.ranking(tool_rows, "tool", incident_tables.tool_link, f["range"])
-    with right:
-        st.markdown("**Agents**")
+    with agents:
         incident_tables.ranking(agent_rows, "agent", incident_tables.agent_link, f["range"])
 
 
