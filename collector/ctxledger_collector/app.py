@@ -22,6 +22,7 @@ from ctxledger_collector.metrics import CollectorMetrics
 from ctxledger_collector.migrate import is_up_to_date, upgrade
 from ctxledger_collector.routes import alerts as alert_routes
 from ctxledger_collector.routes import health, ingest, queries, stats
+from ctxledger_collector.routes.access import READ_KEY_NEEDED
 from ctxledger_collector.settings import Settings
 from ctxledger_collector.state import AppState
 from ctxledger_collector.store import Store
@@ -81,6 +82,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         alerts=alerts,
         admission=IngestAdmission(settings.admission_limits()),
         forwarder=forwarder,
+        ingest_keys=settings.api_key_set(),
+        read_keys=settings.read_key_set(),
     )
     worker = DeliveryWorker(
         engine,
@@ -122,8 +125,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.ctxledger = state
     app.include_router(ingest.router)
-    app.include_router(queries.router)
-    app.include_router(stats.router)
-    app.include_router(alert_routes.router)
+    app.include_router(queries.router, dependencies=READ_KEY_NEEDED)
+    app.include_router(stats.router, dependencies=READ_KEY_NEEDED)
+    app.include_router(alert_routes.router, dependencies=READ_KEY_NEEDED)
     app.include_router(health.router)
     return app

@@ -11,6 +11,7 @@ import streamlit as st
 
 from ctxledger.verdicts import VERDICT_MEANINGS
 from ctxledger_dashboard import charts
+from ctxledger_dashboard.markdown_text import code
 from ctxledger_dashboard.page_kit import (
     cursor_page,
     fetch,
@@ -84,7 +85,7 @@ def styled(data: pd.DataFrame, column: str) -> Any:
 
 
 def runs(f: dict[str, Any], totals: dict[str, int]) -> None:
-    st.subheader("Worst recent runs" if not f["tool"] else f"Recent journeys of `{f['tool']}`")
+    st.subheader("Worst recent runs" if not f["tool"] else f"Recent journeys of {code(f['tool'])}")
     present = [v for v, n in ordered(totals) if n]
     options = [*present, ANY]
     choice = st.segmented_control(

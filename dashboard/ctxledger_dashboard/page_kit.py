@@ -13,6 +13,7 @@ from ctxledger_dashboard.api_client import (
     CollectorClient,
     CollectorUnavailable,
     api_url_from_environment,
+    read_key_from_environment,
 )
 
 TIME_RANGES: dict[str, float | None] = {
@@ -26,7 +27,7 @@ REFRESH_SECONDS = 10
 
 @st.cache_resource
 def _client(base_url: str) -> CollectorClient:
-    return CollectorClient(base_url)
+    return CollectorClient(base_url, read_key=read_key_from_environment())
 
 
 def api_url() -> str:

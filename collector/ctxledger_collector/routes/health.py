@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Depends, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
 from ctxledger_collector.migrate import is_up_to_date
+from ctxledger_collector.routes.access import check_metrics_key
 from ctxledger_collector.routes.deps import StateDep
 from ctxledger_collector.state import AppState
 
@@ -39,6 +40,11 @@ def readyz(state: StateDep) -> JSONResponse:
     return JSONResponse({"status": "ready"})
 
 
-@router.get("/metrics", summary="Prometheus metrics", response_class=Response)
+@router.get(
+    "/metrics",
+    summary="Prometheus metrics",
+    response_class=Response,
+    dependencies=[Depends(check_metrics_key)],
+)
 def metrics(state: StateDep) -> Response:
     return Response(generate_latest(state.metrics.registry), media_type=CONTENT_TYPE_LATEST)
