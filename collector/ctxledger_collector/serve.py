@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from ctxledger_collector.alerts.config import AlertsConfigError
 from ctxledger_collector.app import SchemaNotMigrated, create_app, load_alerts, prepare_database
-from ctxledger_collector.exposure import exposure_problem
+from ctxledger_collector.exposure import exposure_problem, is_loopback_host
 from ctxledger_collector.forwarding.destinations import ForwardConfigError
 from ctxledger_collector.settings import Settings
 
@@ -68,6 +68,12 @@ def serve(
     if problem:
         print(f"ctxledger serve: {problem}", file=sys.stderr)
         return 2
+    if insecure and not is_loopback_host(host):
+        print(
+            f"ctxledger serve: WARNING: --insecure: listening on {host!r} without ingest and "
+            "read keys; anyone who can reach the port can read and write the audit store",
+            file=sys.stderr,
+        )
     if workers > 1 and settings.database_url.startswith("sqlite"):
         print(
             "ctxledger serve: several workers need PostgreSQL; SQLite has one writer at a "
