@@ -30,9 +30,17 @@ def code(name: object) -> str:
     return f"{fence}{padded}{fence}"
 
 
-_MARKUP = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~:$=^&])")
+#: What can start markup anywhere in a line (emphasis, code, links, directives, math,
+#: autolinks, entities, tables, strikethrough). Characters that are markup only at the
+#: start of a line (``-``, ``+``, ``.``, ``=``, ``>``) are escaped there only: the text
+#: is one line (control characters are pictures), so only its first character can be.
+_INLINE_MARKUP = re.compile(r"([\\`*_{}\[\]()<#|~:$&])")
+_ASCII_PUNCTUATION = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
 
 
 def plain(text: object) -> str:
-    """``text`` with every markdown and directive character backslash-escaped."""
-    return _MARKUP.sub(r"\\\1", _CONTROL.sub(_visible, str(text)))
+    """``text`` as one line of inline markdown that shows its characters, not markup."""
+    escaped = _INLINE_MARKUP.sub(r"\\\1", _CONTROL.sub(_visible, str(text)))
+    if escaped[:1] in _ASCII_PUNCTUATION and escaped[:1] != "\\":
+        escaped = "\\" + escaped
+    return escaped

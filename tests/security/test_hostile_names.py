@@ -135,7 +135,7 @@ def test_apptest_pages_render_the_names_as_code_never_as_html(
     monkeypatch.setenv("CTXLEDGER_READ_KEY", READ_KEY)
     run = _app("app_pages/run.py", trace_id=stand.trace_id)
     (title,) = run.title
-    assert title.value.startswith("Run of \\<img src\\=x onerror\\=")
+    assert title.value.startswith("Run of \\<img src=x onerror=")
     elements = [*run.markdown, *run.caption]  # (a title has no HTML switch at all)
     assert all(not e.proto.allow_html for e in elements)
     text = "\n".join(m.value for m in run.markdown)
@@ -174,8 +174,9 @@ def test_chromium_runs_no_injected_script_and_shows_the_names_as_text(
     stand: Stand, dashboard: str
 ) -> None:
     pages = {
-        f"/run?trace_id={stand.trace_id}": "Run of",
-        "/tool?" + urlencode({"tool": TOOLS[2]}): "bold",
+        # Ready once the last journey's hostile tool name shows as text.
+        f"/run?trace_id={stand.trace_id}": TOOLS[4][:20],
+        "/tool?" + urlencode({"tool": TOOLS[2]}): "[link](javascript:window.__pwned=3)",
     }
     dialogs: list[str] = []
     with browser() as chromium:
@@ -184,7 +185,7 @@ def test_chromium_runs_no_injected_script_and_shows_the_names_as_text(
         seen: dict[str, str] = {}
         for path, ready in pages.items():
             page.goto(dashboard + path)
-            page.locator(f"text={ready} >> visible=true").first.wait_for(timeout=60_000)
+            page.get_by_text(ready, exact=False).first.wait_for(timeout=60_000)
             page.wait_for_timeout(500)  # an injected onerror would have fired by now
             assert page.evaluate("window.__pwned") is None, path
             assert page.locator("img[src='x']").count() == 0, path
