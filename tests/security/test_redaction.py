@@ -15,9 +15,11 @@ from pathlib import Path
 import httpx
 import pytest
 
+from ctxledger import semconv as sc
 from ctxledger.redaction import LOOKAHEAD_CHARS, luhn_valid, redact, redact_or_none
 from ctxledger_collector.settings import Settings
 from tests.collector.live_collector import LiveCollector
+from tests.collector.otlp_payloads import Span, new_trace_id, proto_body, stage_attributes
 
 #: (secret, kind), each written inside Chinese text, as a tool result would hold it.
 SECRETS = [
@@ -133,3 +135,28 @@ def test_the_zero_sdk_opt_in_stores_only_redacted_content(tmp_path: Path) -> Non
             for row in connection.execute("SELECT extra FROM measurements WHERE extra IS NOT NULL")
         ]
     assert any("[REDACTED:api_key]" in text and "状态正常" in text for text in texts), texts
+
+
+def test_the_collector_redacts_content_in_sdk_spans_again_whatever_sent_them(
+    tmp_path: Path,
+) -> None:
+    """An old SDK or another sender may put unredacted content in ``ctxledger.content.text``:
+    the collector masks it before it is stored."""
+    database = tmp_path / "sdk-content.db"
+    settings = Settings(database_url=f"sqlite:///{database}", auto_migrate=True)
+    attrs = stage_attributes(
+        sc.STAGE_ORIGINAL, "call_old_sdk", chars=60, tokens=20, items=1,
+        **{sc.CONTENT_TEXT: "token ghp_0123456789abcdefghijABCDEFGHIJklmnop 结束"},
+    )  # fmt: skip
+    with LiveCollector(settings) as collector:
+        answer = httpx.post(
+            f"{collector.url}/v1/traces",
+            content=proto_body(new_trace_id(), [Span(attrs)]),
+            headers={"content-type": "application/x-protobuf"},
+        )
+        assert answer.status_code == 200, answer.text
+    with sqlite3.connect(database) as connection:
+        (extra,) = connection.execute(
+            "SELECT extra FROM measurements WHERE tool_call_id = ?", ("call_old_sdk",)
+        ).fetchone()
+    assert json.loads(extra)[sc.CONTENT_TEXT] == "token [REDACTED:api_key] 结束"
