@@ -15,6 +15,13 @@ import sys
 from ctxledger_cli.demo.runner import run_demo
 from ctxledger_cli.server_extra import require_server_extra
 
+DASHBOARD_EXPOSED = (
+    "ctxledger dashboard: refusing to listen on {host!r}, which other machines can reach: "
+    "the dashboard has no login of its own, so anyone reaching it would see every journey. "
+    "Bind to 127.0.0.1 and put an authenticating reverse proxy in front, or pass --insecure "
+    "(docs/security.md)"
+)
+
 
 def handle_demo(args: argparse.Namespace) -> int:
     return run_demo(args.endpoint, args.ledger, everything=args.endpoint is not None or args.all)
@@ -73,13 +80,18 @@ def handle_serve(args: argparse.Namespace) -> int:
         log_level=args.log_level,
         on_ready=send_demo_incidents if args.demo else None,
         workers=args.workers,
+        insecure=args.insecure,
     )
 
 
 def handle_dashboard(args: argparse.Namespace) -> int:
     require_server_extra()
+    from ctxledger_collector.exposure import is_loopback_host
     from ctxledger_dashboard.launch import run_dashboard
 
+    if not args.insecure and not is_loopback_host(args.host):
+        print(DASHBOARD_EXPOSED.format(host=args.host), file=sys.stderr)
+        return 2
     return run_dashboard(args.api, args.host, args.port)
 
 
@@ -87,7 +99,19 @@ def handle_up(args: argparse.Namespace) -> int:
     require_server_extra()
     from ctxledger_cli.stack import up
 
-    return up(args.host, args.port, args.dashboard_port, demo=not args.no_demo)
+    return up(
+        args.host, args.port, args.dashboard_port, demo=not args.no_demo, insecure=args.insecure
+    )
+
+
+def handle_key_new(args: argparse.Namespace) -> int:
+    require_server_extra()
+    from ctxledger_collector.keys import key_digest, new_key
+
+    key = new_key()
+    print(f"key:    {key}")
+    print(f"digest: {key_digest(key)}")
+    return 0
 
 
 def handle_db_upgrade(args: argparse.Namespace) -> int:

@@ -11,6 +11,7 @@ from ctxledger_cli.commands import (
     handle_db_prune,
     handle_db_upgrade,
     handle_demo,
+    handle_key_new,
     handle_provider,
     handle_serve,
     handle_up,
@@ -23,6 +24,11 @@ def header_pair(text: str) -> tuple[str, str]:
     if not equals or not name.strip():
         raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
     return name.strip(), value.strip()
+
+
+INSECURE_HELP = (
+    "allow an address other machines can reach without ingest and read keys (see docs/security.md)"
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -104,6 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="once up, send the seeds' incidents to this collector and print its verdicts",
     )
+    serve.add_argument("--insecure", action="store_true", help=INSECURE_HELP)
     serve.set_defaults(handler=handle_serve)
 
     dashboard = commands.add_parser(
@@ -112,6 +119,12 @@ def build_parser() -> argparse.ArgumentParser:
     dashboard.add_argument("--api", default="http://127.0.0.1:4318", help="the collector's URL")
     dashboard.add_argument("--host", default="127.0.0.1")
     dashboard.add_argument("--port", type=int, default=8501)
+    dashboard.add_argument(
+        "--insecure",
+        action="store_true",
+        help="allow an address other machines can reach: the dashboard has no login of "
+        "its own, so anyone reaching it sees the data (see docs/security.md)",
+    )
     dashboard.set_defaults(handler=handle_dashboard)
 
     stack = commands.add_parser(
@@ -124,7 +137,19 @@ def build_parser() -> argparse.ArgumentParser:
     stack.add_argument("--port", type=int, default=4318, help="the collector's port")
     stack.add_argument("--dashboard-port", type=int, default=8501)
     stack.add_argument("--no-demo", action="store_true", help="do not send the demo incidents")
+    stack.add_argument("--insecure", action="store_true", help=INSECURE_HELP)
     stack.set_defaults(handler=handle_up)
+
+    key = commands.add_parser("key", help="access keys")
+    key_commands = key.add_subparsers(dest="key_command", required=True)
+    new = key_commands.add_parser(
+        "new",
+        help="print a new random key and its sha256: digest",
+        description="Print a new random key (give it to the client: CTXLEDGER_API_KEY or "
+        "CTXLEDGER_READ_KEY) and its sha256:<hex> digest (configure that in "
+        "CTXLEDGER_API_KEYS or CTXLEDGER_READ_KEYS, so the server never holds the key).",
+    )
+    new.set_defaults(handler=handle_key_new)
 
     db = commands.add_parser("db", help="database maintenance")
     db_commands = db.add_subparsers(dest="db_command", required=True)

@@ -6,13 +6,21 @@ Standard library only (urllib), so the plain SDK install can read a collector's 
 from __future__ import annotations
 
 import json
+import os
 import urllib.parse
 import urllib.request
 from typing import Any
 
 
+def read_key_headers() -> dict[str, str]:
+    """The read key of ``CTXLEDGER_READ_KEY`` as a Bearer header (none when unset)."""
+    key = os.environ.get("CTXLEDGER_READ_KEY", "").strip()
+    return {"Authorization": f"Bearer {key}"} if key else {}
+
+
 def get_json(url: str, timeout_s: float = 10.0) -> Any:
-    with urllib.request.urlopen(url, timeout=timeout_s) as response:
+    request = urllib.request.Request(url, headers=read_key_headers())
+    with urllib.request.urlopen(request, timeout=timeout_s) as response:
         return json.load(response)
 
 

@@ -14,6 +14,7 @@ from types import FrameType
 
 from ctxledger_cli.demo.collector_verdicts import seed_004_dashboard_link
 from ctxledger_cli.demo.runner import run_demo
+from ctxledger_collector.exposure import is_loopback_host
 from ctxledger_dashboard.launch import dashboard_command, dashboard_environment
 
 
@@ -67,12 +68,22 @@ def up(
     collector_port: int = 4318,
     dashboard_port: int = 8501,
     demo: bool = True,
+    insecure: bool = False,
     log: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),
 ) -> int:
     """Run the stack until Ctrl-C (or SIGTERM); returns the exit status."""
     collector_url = f"http://{host}:{collector_port}"
     dashboard_url = f"http://{host}:{dashboard_port}"
     env = {**os.environ, "CTXLEDGER_DASHBOARD_URL": dashboard_url}
+    if env.get("CTXLEDGER_READ_KEY") and not env.get("CTXLEDGER_READ_KEYS"):
+        env["CTXLEDGER_READ_KEYS"] = env["CTXLEDGER_READ_KEY"]  # the dashboard's own key
+    if not insecure and not is_loopback_host(host):
+        log(
+            f"ctxledger up: refusing to listen on {host!r}, which other machines can reach: "
+            "the dashboard has no login of its own. Bind to 127.0.0.1 (and put an "
+            "authenticating reverse proxy in front), or pass --insecure (docs/security.md)"
+        )
+        return 2
     alert_log = _alert_log(env)
     collector = subprocess.Popen(
         [
@@ -84,6 +95,7 @@ def up(
             host,
             "--port",
             str(collector_port),
+            *(["--insecure"] if insecure else []),
         ],
         env=env,
     )
@@ -100,7 +112,7 @@ def up(
             log(f"ctxledger up: the collector did not start on {collector_url}")
             return 1
         dashboard = subprocess.Popen(
-            dashboard_command(host, dashboard_port), env=dashboard_environment(collector_url)
+            dashboard_command(host, dashboard_port), env=dashboard_environment(collector_url, env)
         )
         children.append(dashboard)
         if not _wait_for(f"{dashboard_url}/_stcore/health", dashboard):

@@ -27,6 +27,7 @@ from ctxledger_collector.readiness import ReadinessProbe
 from ctxledger_collector.retention import prune, retention_cutoff
 from ctxledger_collector.routes import alerts as alert_routes
 from ctxledger_collector.routes import errors, health, ingest, queries, rejections, stats
+from ctxledger_collector.routes.access import READ_KEY_NEEDED
 from ctxledger_collector.settings import Settings
 from ctxledger_collector.spool_replay import SpoolReplayer
 from ctxledger_collector.state import AppState
@@ -120,6 +121,8 @@ def create_app(settings: Settings | None = None, exit_deadline_s: float | None =
         forwarder=forwarder,
         spool=spool,
         readiness=ReadinessProbe(engine, settings, spool),
+        ingest_keys=settings.api_key_set(),
+        read_keys=settings.read_key_set(),
     )
     replayer = SpoolReplayer(spool, lambda export: ingest.replay_spooled(state, export), metrics)
     state.replayer = replayer
@@ -173,10 +176,10 @@ def create_app(settings: Settings | None = None, exit_deadline_s: float | None =
     )
     app.state.ctxledger = state
     app.include_router(ingest.router)
-    app.include_router(queries.router)
-    app.include_router(stats.router)
-    app.include_router(alert_routes.router)
-    app.include_router(rejections.router)
+    app.include_router(queries.router, dependencies=READ_KEY_NEEDED)
+    app.include_router(stats.router, dependencies=READ_KEY_NEEDED)
+    app.include_router(alert_routes.router, dependencies=READ_KEY_NEEDED)
+    app.include_router(rejections.router, dependencies=READ_KEY_NEEDED)
     app.include_router(health.router)
     errors.install(app)
     return app

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ctxledger import semconv as sc
+from ctxledger.redaction import redact_or_none
 from ctxledger.verdicts import Manifest, Measurement
 from ctxledger.wire import (
     InvalidSpan,
@@ -120,6 +121,19 @@ def _derive(span: RawSpan, batch: DecodedBatch, keep_content: bool) -> None:
 _MAX_CONTENT = 65_536
 
 
+def redacted_content(attrs: dict[str, Any]) -> dict[str, Any]:
+    """A measurement span's attributes with its captured content (if any) redacted
+    again, whatever sent it; content that cannot be redacted is not kept."""
+    text = attrs.get(sc.CONTENT_TEXT)
+    if text is None:
+        return attrs
+    kept = {k: v for k, v in attrs.items() if k != sc.CONTENT_TEXT}
+    masked = redact_or_none(text, _MAX_CONTENT) if isinstance(text, str) else None
+    if masked is not None:
+        kept[sc.CONTENT_TEXT] = masked
+    return kept
+
+
 def _classify(span: RawSpan, batch: DecodedBatch, keep_content: bool = False) -> None:
     attrs = span.attributes
     service = span.service_name
@@ -153,7 +167,9 @@ def _classify(span: RawSpan, batch: DecodedBatch, keep_content: bool = False) ->
                 dropped_attributes=span.dropped_attributes_count,
                 default_agent=span.service_name or None,
             )
-            batch.measurements.append(DecodedMeasurement(measurement, attrs, span.service_name))
+            batch.measurements.append(
+                DecodedMeasurement(measurement, redacted_content(attrs), span.service_name)
+            )
         else:
             manifest = manifest_from_attributes(
                 attrs,

@@ -10,9 +10,11 @@ from collections.abc import Callable
 
 import uvicorn
 from fastapi import FastAPI
+from pydantic import ValidationError
 
 from ctxledger_collector.alerts.config import AlertsConfigError
 from ctxledger_collector.app import SchemaNotMigrated, create_app, load_alerts, prepare_database
+from ctxledger_collector.exposure import exposure_problem, is_loopback_host
 from ctxledger_collector.forwarding.destinations import ForwardConfigError
 from ctxledger_collector.settings import Settings
 
@@ -51,6 +53,7 @@ def serve(
     log_level: str = "warning",
     on_ready: Callable[[str], None] | None = None,
     workers: int = 1,
+    insecure: bool = False,
 ) -> int:
     """Serve until interrupted. Refuses to start on an un-migrated database (exit 2).
     On SIGTERM it stops accepting, lets the requests in flight finish for at most
@@ -59,9 +62,29 @@ def serve(
     ``on_ready`` is called with the base URL once ``/readyz`` answers, from a background
     thread, while the collector keeps serving. ``workers`` > 1 runs that many processes on
     one port (PostgreSQL only: they judge the same traces under its per-trace locks, which
-    SQLite's single writer would only make them queue for).
+    SQLite's single writer would only make them queue for). A ``host`` other machines can
+    reach needs ingest and read keys unless ``insecure`` (exit 2).
     """
-    settings = Settings()
+    try:
+        settings = Settings()
+    except ValidationError as error:
+        print(f"ctxledger serve: invalid settings: {error}", file=sys.stderr)
+        return 2
+    problem = exposure_problem(
+        host,
+        has_ingest_keys=bool(settings.api_key_set()),
+        has_read_keys=bool(settings.read_key_set()),
+        insecure=insecure,
+    )
+    if problem:
+        print(f"ctxledger serve: {problem}", file=sys.stderr)
+        return 2
+    if insecure and not is_loopback_host(host):
+        print(
+            f"ctxledger serve: WARNING: --insecure: listening on {host!r} without ingest and "
+            "read keys; anyone who can reach the port can read and write the audit store",
+            file=sys.stderr,
+        )
     if workers > 1 and settings.database_url.startswith("sqlite"):
         print(
             "ctxledger serve: several workers need PostgreSQL; SQLite has one writer at a "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from ctxledger.verdicts import Tolerances
@@ -12,6 +12,7 @@ from ctxledger_collector.admission import AdmissionLimits
 from ctxledger_collector.forwarding.destinations import Destination, parse_destinations
 from ctxledger_collector.forwarding.limits import ForwardLimits
 from ctxledger_collector.forwarding.retry import RetryPolicy
+from ctxledger_collector.keys import KeySet
 from ctxledger_collector.otlp_spans import DecodeLimits
 
 
@@ -59,7 +60,19 @@ class Settings(BaseSettings):
         default=64 * 1024 * 1024, description="largest body after gzip decompression"
     )
     api_keys: str = Field(
-        default="", description="comma-separated keys; when set, ingest needs a Bearer key"
+        default="",
+        description="ingest keys, comma-separated, each the key or its sha256:<hex> digest; "
+        "when set, POST /v1/traces needs Authorization: Bearer <key>",
+    )
+    read_keys: str = Field(
+        default="",
+        description="read keys, comma-separated, each the key or its sha256:<hex> digest; "
+        "when set, the query API (/api/v1) and /metrics need Authorization: Bearer <key>",
+    )
+    metrics_need_read_key: bool = Field(
+        default=True,
+        description="with read keys set, /metrics needs one too; false leaves /metrics open "
+        "(for a scraper without credentials)",
     )
     auto_migrate: bool | None = Field(
         default=None,
@@ -298,8 +311,17 @@ class Settings(BaseSettings):
             incomplete_after_s=self.incomplete_after_s,
         )
 
-    def api_key_set(self) -> frozenset[str]:
-        return frozenset(k.strip() for k in self.api_keys.split(",") if k.strip())
+    @field_validator("api_keys", "read_keys")
+    @classmethod
+    def _keys_parse(cls, value: str) -> str:
+        KeySet.parse(value)  # a malformed sha256: entry stops the start, with its reason
+        return value
+
+    def api_key_set(self) -> KeySet:
+        return KeySet.parse(self.api_keys, "CTXLEDGER_API_KEYS")
+
+    def read_key_set(self) -> KeySet:
+        return KeySet.parse(self.read_keys, "CTXLEDGER_READ_KEYS")
 
     @property
     def is_sqlite(self) -> bool:

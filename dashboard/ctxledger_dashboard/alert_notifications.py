@@ -17,6 +17,7 @@ from ctxledger_dashboard.alert_style import (
     timestamp,
 )
 from ctxledger_dashboard.incident_tables import PAGE_SIZE, page_controls
+from ctxledger_dashboard.markdown_text import code, plain
 from ctxledger_dashboard.page_kit import fetch, run_link, when
 from ctxledger_dashboard.verdict_style import badge
 
@@ -131,15 +132,15 @@ def notification_details(notifications: list[dict[str, Any]]) -> None:
     with st.container(border=True):
         window = payload.get("window") or {}
         st.markdown(
-            f"**{n['status']}** · `{n['rule']}` ({payload.get('severity')}) · "
+            f"**{n['status']}** · {code(n['rule'])} ({payload.get('severity')}) · "
             f"window {when(window.get('start'))} → {when(window.get('end'))}  \n"
-            f"Sink `{n['sink']}` ({n['sink_type']}): **{n['delivery']}** after "
+            f"Sink {code(n['sink'])} ({n['sink_type']}): **{n['delivery']}** after "
             f"{plural(n['attempts'], 'attempt')}"
             + (f", delivered {when(n['delivered_at'])}" if n["delivered_at"] else "")
             + (f", next attempt {when(n['next_attempt_at'])}" if n["next_attempt_at"] else "")
         )
         if n["last_error"]:
-            st.error(f"Last error: {n['last_error']}", icon=":material/error:")
+            st.error(f"Last error: {plain(n['last_error'])}", icon=":material/error:")
         examples = payload.get("examples") or []
         if examples:
             st.markdown(
@@ -147,7 +148,7 @@ def notification_details(notifications: list[dict[str, Any]]) -> None:
                 f"{payload.get('lost_items', 0):,} items and {payload.get('lost_tokens', 0):,} "
                 "tokens lost. Worst examples:\n\n"
                 + "\n".join(
-                    f"- {badge(e['verdict'])} [`{e['tool_call_id']}` step {e['step']}]"
+                    f"- {badge(e['verdict'])} [{code(e['tool_call_id'])} step {e['step']}]"
                     f"({run_link(e['trace_id'], e['step'], e['tool_call_id'])}): lost "
                     f"{e['lost_items']:,} items, {e['lost_tokens']:,} tokens"
                     + (
@@ -162,8 +163,8 @@ def notification_details(notifications: list[dict[str, Any]]) -> None:
         elif n["status"] == "resolved":
             st.caption("Resolved: no new matching journey for the quiet period.")
         st.caption(
-            f"webhook-id `{n['webhook_id']}` (the same on every retry: receivers drop "
-            f"duplicates by it) · batch `{n['batch_id']}`"
+            f"webhook-id {code(n['webhook_id'])} (the same on every retry: receivers drop "
+            f"duplicates by it) · batch {code(n['batch_id'])}"
         )
         with st.expander("Payload (JSON, as sent to webhooks)", icon=":material/data_object:"):
             st.json(payload, expanded=2)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
@@ -45,6 +46,11 @@ def api_url_from_environment() -> str:
     return os.environ.get("CTXLEDGER_API_URL", DEFAULT_API_URL).rstrip("/")
 
 
+def read_key_from_environment() -> str | None:
+    """The dashboard's read key (``CTXLEDGER_READ_KEY``), sent to the collector's API."""
+    return os.environ.get("CTXLEDGER_READ_KEY", "").strip() or None
+
+
 def _page(offset: int, after: str | None) -> dict[str, Any]:
     return {"after": after} if after is not None else {"offset": offset}
 
@@ -52,9 +58,10 @@ def _page(offset: int, after: str | None) -> dict[str, Any]:
 class CollectorClient:
     """A small synchronous client; every method returns the API's JSON."""
 
-    def __init__(self, base_url: str, timeout_s: float = 10.0) -> None:
+    def __init__(self, base_url: str, timeout_s: float = 10.0, read_key: str | None = None) -> None:
         self.base_url = base_url.rstrip("/")
-        self._http = httpx.Client(base_url=self.base_url, timeout=timeout_s)
+        headers = {"Authorization": f"Bearer {read_key}"} if read_key else {}
+        self._http = httpx.Client(base_url=self.base_url, timeout=timeout_s, headers=headers)
 
     def _get(self, path: str, **params: Any) -> Any:
         query = {k: v for k, v in params.items() if v is not None and v != [] and v != ""}
@@ -66,6 +73,11 @@ class CollectorClient:
                 "Is it running? Start it with `ctxledger serve` or the whole stack with "
                 "`ctxledger up`."
             ) from error
+        if response.status_code == 401:
+            raise CollectorUnavailable(
+                f"the collector at {self.base_url} needs a read key: set CTXLEDGER_READ_KEY "
+                "for the dashboard to one of the collector's CTXLEDGER_READ_KEYS"
+            )
         if response.status_code == 404:
             return None
         if 400 <= response.status_code < 500:
@@ -102,7 +114,8 @@ class CollectorClient:
         return self._get("/api/v1/stats/breakdown", by=by, limit=limit, **filters)
 
     def tool(self, name: str, **filters: Any) -> Any:
-        return self._get(f"/api/v1/tools/{name}", **filters)
+        # Quoted whole: a tool name may hold "/", "?", "#" or anything else.
+        return self._get(f"/api/v1/tools/{quote(name, safe='')}", **filters)
 
     def alerts(
         self,

@@ -11,6 +11,7 @@ import streamlit as st
 
 from ctxledger.verdicts import LOSING_VERDICTS, VERDICT_MEANINGS
 from ctxledger_dashboard import charts
+from ctxledger_dashboard.markdown_text import code
 from ctxledger_dashboard.page_kit import (
     count,
     cursor_page,
@@ -107,7 +108,7 @@ def runs(f: dict[str, Any], totals: dict[str, int]) -> None:
     """The runs (or, with a tool chosen, that tool's journeys) with a journey of the chosen
     verdicts: all losing ones by default. Each chip counts what the table lists."""
     tool = f["tool"]
-    st.subheader("Worst recent runs" if not tool else f"Recent journeys of `{tool}`")
+    st.subheader("Worst recent runs" if not tool else f"Recent journeys of {code(tool)}")
     present = [v for v, n in ordered(totals) if n]
     options = ([LOSING] if any(v in LOSING_VERDICTS for v in present) else []) + present + [ANY]
     if tool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 APP = Path(__file__).with_name("streamlit_app.py")
@@ -32,8 +33,10 @@ def dashboard_command(host: str, port: int) -> list[str]:
     ]
 
 
-def dashboard_environment(api_url: str) -> dict[str, str]:
-    return {**os.environ, "CTXLEDGER_API_URL": api_url}
+def dashboard_environment(api_url: str, base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The dashboard's environment: ``base`` (default: this process's), pointed at
+    ``api_url``; its read key comes along as ``CTXLEDGER_READ_KEY``."""
+    return {**(os.environ if base is None else base), "CTXLEDGER_API_URL": api_url}
 
 
 def run_dashboard(api_url: str, host: str = "127.0.0.1", port: int = 8501) -> int:

@@ -15,6 +15,7 @@ from ctxledger_dashboard.api_client import (
     CollectorRefused,
     CollectorUnavailable,
     api_url_from_environment,
+    read_key_from_environment,
 )
 
 TIME_RANGES: dict[str, float | None] = {
@@ -27,8 +28,8 @@ REFRESH_SECONDS = 10
 
 
 @st.cache_resource
-def _client(base_url: str) -> CollectorClient:
-    return CollectorClient(base_url)
+def _client(base_url: str, read_key: str | None) -> CollectorClient:
+    return CollectorClient(base_url, read_key=read_key)
 
 
 def api_url() -> str:
@@ -36,13 +37,13 @@ def api_url() -> str:
 
 
 def client() -> CollectorClient:
-    return _client(api_url())
+    return _client(api_url(), read_key_from_environment())
 
 
 @st.cache_data(ttl=5, show_spinner=False)
 def cached(method: str, base_url: str, *args: Any, **kwargs: Any) -> Any:
     """A cached call of ``CollectorClient.<method>`` (5 s), keyed by its arguments."""
-    return getattr(_client(base_url), method)(*args, **kwargs)
+    return getattr(_client(base_url, read_key_from_environment()), method)(*args, **kwargs)
 
 
 def fetch(method: str, *args: Any, **kwargs: Any) -> Any:

@@ -1,5 +1,6 @@
 """The contract's span attributes for one stage measurement: sizes, counts, digests and
-ids, never the text itself unless content capture is opted in."""
+ids, never the text itself unless content capture is opted in (and then redacted:
+``ctxledger.redaction``)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from opentelemetry.util.types import AttributeValue
 from ctxledger import semconv as sc
 from ctxledger._analysis import TextMeasurement
 from ctxledger._jobs import StageJob
+from ctxledger.redaction import redact_or_none
 
 #: Captured content (opt-in) is cut here, so one huge result cannot fill a span.
 _CONTENT_LIMIT = 65_536
@@ -79,6 +81,9 @@ def stage_attributes(
     marker = job.marker if job.marker is not None else bool(measured.markers_found)
     attrs[sc.TRUNCATION_MARKER] = marker
     if capture_content:
-        attrs[sc.CONTENT_TEXT] = job.text[:_CONTENT_LIMIT]
+        # Redacted before it leaves the process; on a redaction error no content at all.
+        content = redact_or_none(job.text, _CONTENT_LIMIT)
+        if content is not None:
+            attrs[sc.CONTENT_TEXT] = content
     attrs.update(job.extra)
     return attrs

@@ -64,7 +64,7 @@ class DeliveryWorker:
         self._sinks = {sink.name: sink for sink in context.config.sinks}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="ctxledger-alerts", daemon=True)
-        self._http = httpx.Client()
+        self._http = httpx.Client(follow_redirects=False)
 
     def start(self) -> None:
         self._thread.start()

@@ -145,6 +145,11 @@ class WebhookSink(BaseModel):
         repr=False, description="'whsec_' + base64, or '${ENV_VAR}'; several while rotating"
     )
     timeout_s: float = Field(default=10, gt=0, allow_inf_nan=False)
+    allow_loopback: bool = Field(
+        default=False,
+        description="deliver even when the host is a loopback address (a receiver on the "
+        "collector's own machine); link-local and cloud metadata addresses stay refused",
+    )
 
     @field_validator("secrets")
     @classmethod
@@ -165,6 +170,11 @@ class SlackSink(BaseModel):
     name: str = Field(min_length=1)
     url: _HttpUrl
     timeout_s: float = Field(default=10, gt=0, allow_inf_nan=False)
+    allow_loopback: bool = Field(
+        default=False,
+        description="deliver even when the host is a loopback address (a receiver on the "
+        "collector's own machine); link-local and cloud metadata addresses stay refused",
+    )
 
 
 class LogSink(BaseModel):

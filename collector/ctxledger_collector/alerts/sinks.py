@@ -10,6 +10,7 @@ import httpx
 
 from ctxledger.webhooks import signed_headers
 from ctxledger_collector.alerts.config import LogSink, SlackSink, WebhookSink
+from ctxledger_collector.alerts.destination_guard import RefusedDestination, pin_destination
 from ctxledger_collector.alerts.payload import slack_message
 
 Sink = WebhookSink | SlackSink | LogSink
@@ -19,11 +20,27 @@ class DeliveryError(RuntimeError):
     """The sink did not accept the notification; it will be retried."""
 
 
-def _post(http: httpx.Client, url: str, timeout_s: float, **kwargs: Any) -> None:
+def _post(
+    http: httpx.Client, sink: WebhookSink | SlackSink, headers: dict[str, str], **kwargs: Any
+) -> None:
+    """POST to the sink's checked address; a redirect is an error, never followed."""
     try:
-        response = http.post(url, timeout=timeout_s, **kwargs)
+        pinned = pin_destination(sink.url, sink.allow_loopback)
+    except RefusedDestination as error:
+        raise DeliveryError(f"refused: {error}") from error
+    try:
+        response = http.post(
+            pinned.url,
+            headers={**headers, "Host": pinned.host_header},
+            timeout=sink.timeout_s,
+            follow_redirects=False,
+            extensions={"sni_hostname": pinned.server_name},
+            **kwargs,
+        )
     except httpx.HTTPError as error:
         raise DeliveryError(f"{error.__class__.__name__}: {error}") from error
+    if response.is_redirect:
+        raise DeliveryError(f"HTTP {response.status_code}: redirects are not followed")
     if not response.is_success:
         raise DeliveryError(f"HTTP {response.status_code}: {response.text[:200]}")
 
@@ -33,9 +50,9 @@ def send(sink: Sink, webhook_id: str, payload: dict[str, Any], http: httpx.Clien
     if isinstance(sink, WebhookSink):
         body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
         headers = signed_headers(list(sink.secrets), webhook_id, body)
-        _post(http, sink.url, sink.timeout_s, content=body, headers=headers)
+        _post(http, sink, headers, content=body)
     elif isinstance(sink, SlackSink):
-        _post(http, sink.url, sink.timeout_s, json=slack_message(payload))
+        _post(http, sink, {}, json=slack_message(payload))
     else:
         line = json.dumps(
             {"ctxledger_alert": payload, "webhook_id": webhook_id}, ensure_ascii=False

@@ -22,12 +22,22 @@ from dataclasses import dataclass
 import orjson
 
 from ctxledger import semconv as sc
+from ctxledger.redaction import redact_or_none
 from ctxledger.text import TextMeasurement, measure_text
 from ctxledger.verdicts import Manifest, Measurement
 from ctxledger_collector.derive import cuts
 from ctxledger_collector.derive.messages import Exchange, Message
 from ctxledger_collector.derive.spans import SourceSpan
 from ctxledger_collector.derive.tool_outputs import ToolOutput, arguments_signature
+
+#: The most content kept per derived stage when the operator opted in (as the SDK's).
+MAX_CONTENT_CHARS = 65_536
+
+
+def kept_content(text: str) -> str | None:
+    """What the operator's opt-in keeps of a text: redacted, cut; None (nothing kept)
+    when it cannot be redacted."""
+    return redact_or_none(text, MAX_CONTENT_CHARS)
 
 
 @dataclass(frozen=True)
@@ -167,7 +177,7 @@ def request_records(
             step=step,
             cut=cut,
         )
-        stages.append(DerivedStage(stage, result.text if keep_content else None))
+        stages.append(DerivedStage(stage, kept_content(result.text) if keep_content else None))
 
     issued_calls = [c for m in exchange.output or () for c in m.calls if c.id]
     issued: tuple[str, ...] | None = tuple(c.id for c in issued_calls if c.id)
@@ -227,7 +237,7 @@ def tool_record(
             cut=output.cut,
             inferred=output.call_id is None,
         ),
-        output.text if keep_content else None,
+        kept_content(output.text) if keep_content and output.text is not None else None,
     )
     if output.call_id is not None:
         return stage

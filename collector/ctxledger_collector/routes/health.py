@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Depends, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from ctxledger_collector.routes.access import check_metrics_key
 from ctxledger_collector.routes.deps import StateDep
 from ctxledger_collector.state import AppState
 
@@ -46,6 +47,11 @@ def readyz(state: StateDep) -> JSONResponse:
     return JSONResponse(body, status_code=200 if readiness.problem is None else 503)
 
 
-@router.get("/metrics", summary="Prometheus metrics", response_class=Response)
+@router.get(
+    "/metrics",
+    summary="Prometheus metrics",
+    response_class=Response,
+    dependencies=[Depends(check_metrics_key)],
+)
 def metrics(state: StateDep) -> Response:
     return Response(generate_latest(state.metrics.registry), media_type=CONTENT_TYPE_LATEST)

@@ -19,7 +19,6 @@ downstream too.
 from __future__ import annotations
 
 import asyncio
-import hmac
 import json
 import logging
 import time
@@ -41,6 +40,7 @@ from ctxledger_collector.admission import Busy, Reservation
 from ctxledger_collector.database import is_storage_outage
 from ctxledger_collector.deadline import RequestClock, past_deadline
 from ctxledger_collector.ingest_spool import SpooledExport
+from ctxledger_collector.keys import bearer_token
 from ctxledger_collector.otlp_decode import (
     JSON_TYPE,
     PROTOBUF,
@@ -90,14 +90,8 @@ def _error(media: str, status: int, message: str, grpc_code: int, **headers: str
 
 
 def _check_api_key(request: Request, state: AppState) -> None:
-    keys = state.settings.api_key_set()
-    if not keys:
-        return
-    header = request.headers.get("authorization", "")
-    scheme, _, token = header.partition(" ")
-    if scheme.lower() != "bearer" or not any(
-        hmac.compare_digest(token.strip(), key) for key in keys
-    ):
+    keys = state.ingest_keys
+    if keys and not keys.accepts(bearer_token(request.headers.get("authorization"))):
         raise RequestRejected(
             401, "missing or wrong API key (Authorization: Bearer <key>)", _GRPC_UNAUTHENTICATED
         )

@@ -40,7 +40,7 @@ def get_breakdown(
 
 
 @router.get(
-    "/tools/{tool}",
+    "/tools/{tool:path}",
     response_model=ToolProfilePublic,
     summary="One tool across runs: how often and where it loses",
     responses={404: {"description": "no journeys of this tool in the window"}},

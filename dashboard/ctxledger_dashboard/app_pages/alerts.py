@@ -20,6 +20,7 @@ from ctxledger_dashboard.alert_style import (
     rule_in_words,
     timestamp,
 )
+from ctxledger_dashboard.markdown_text import code
 from ctxledger_dashboard.page_kit import api_url, fetch, live, when
 from ctxledger_dashboard.rejections_panel import rejected_spans
 
@@ -27,11 +28,11 @@ PROMETHEUS_RULES = "https://github.com/ctxledger/ctxledger/blob/main/docs/promet
 
 
 def _rules_sentence(rules: list[dict[str, Any]]) -> str:
-    return "; ".join(f"`{r['name']}`: {rule_in_words(r)} ({r['severity']})" for r in rules)
+    return "; ".join(f"{code(r['name'])}: {rule_in_words(r)} ({r['severity']})" for r in rules)
 
 
 def _sinks_sentence(sinks: list[dict[str, Any]]) -> str:
-    return ", ".join(f"`{s['name']}` ({s['type']})" for s in sinks)
+    return ", ".join(f"{code(s['name'])} ({s['type']})" for s in sinks)
 
 
 def _incidents_link(agent: str | None, tool: str | None) -> str:
@@ -68,7 +69,7 @@ def _headline(data: dict[str, Any], pending: int, dead: int) -> None:
         where = f"{worst['agent'] or 'any agent'} · {worst['tool'] or 'any tool'}"
         st.error(
             f"**{plural(len(firing), 'alert group')} firing.** Worst: "
-            f"`{worst['rule']}` ({worst['severity']}) on {where}, last matching journey "
+            f"{code(worst['rule'])} ({worst['severity']}) on {where}, last matching journey "
             f"{when(worst['last_event_at'])}. "
             f"[Open its incidents →]({_incidents_link(worst['agent'], worst['tool'])})",
             icon=":material/notifications_active:",

@@ -12,6 +12,7 @@ import streamlit as st
 
 from ctxledger.verdicts import LOSING_VERDICTS, VERDICT_MEANINGS
 from ctxledger_dashboard import charts, incident_tables
+from ctxledger_dashboard.markdown_text import code
 from ctxledger_dashboard.page_kit import TIME_RANGES, empty_state, fetch, live
 from ctxledger_dashboard.url_state import DEFAULT_RANGE, RANGES, synced, to_url
 from ctxledger_dashboard.verdict_style import (
@@ -155,12 +156,12 @@ def _look_first(tool_rows: list[dict[str, Any]], f: dict[str, Any]) -> None:
     if profile and profile["by_stage"]:
         stage = profile["by_stage"][0]
         step = f"{stage['from_stage']} → {stage['stage']}" if stage["from_stage"] else "the request"
-        layer = LAYER_OF_STAGE.get(stage["stage"], f"the code behind `{stage['stage']}`")
+        layer = LAYER_OF_STAGE.get(stage["stage"], f"the code behind {code(stage['stage'])}")
         where = f" Most losses happen at **{step}**: look at **{layer}**."
     losing = ", ".join(f"{n:,} {v}" for v, n in ordered(worst["verdicts"]) if v in LOSING_VERDICTS)
     results = worst["lost_results"]
     st.error(
-        f"**Look first at `{name}`**: {results:,} lost result{'s' if results != 1 else ''} "
+        f"**Look first at {code(name)}**: {results:,} lost result{'s' if results != 1 else ''} "
         f"({losing} of {worst['journeys']:,} journey{'s' if worst['journeys'] != 1 else ''}), "
         f"{worst['result_lost_items']:,} items lost.{where} "
         f"[Open the tool →]({incident_tables.tool_link(name, f['range'])})",

@@ -12,6 +12,7 @@ from ctxledger import semconv as sc
 from ctxledger.verdicts import VERDICT_MEANINGS, VERDICT_SEVERITY
 from ctxledger_dashboard import charts
 from ctxledger_dashboard.incident_tables import styled
+from ctxledger_dashboard.markdown_text import code, plain
 from ctxledger_dashboard.page_kit import (
     absolute,
     count,
@@ -93,7 +94,8 @@ def _journey_title(journey: dict[str, Any]) -> str:
         lost = f" — lost {journey['lost_items']:,}{of} items"
     elif journey["lost_tokens"]:
         lost = f" — lost {journey['lost_tokens']:,} tokens"
-    return f"`{journey['tool_name'] or '?'}` · `{journey['tool_call_id']}`{lost}"
+    tool = code(journey["tool_name"]) if journey["tool_name"] is not None else "?"
+    return f"{tool} · {code(journey['tool_call_id'])}{lost}"
 
 
 def _yes_no(value: bool | None) -> str:
@@ -159,15 +161,19 @@ def _journey(journey: dict[str, Any], focused: bool) -> None:
             st.markdown(f"**Lost item ids ({len(journey['lost_item_ids'])}):**")
             st.code(", ".join(journey["lost_item_ids"]), language=None, wrap_lines=True)
         if journey["lost_fields"]:
-            st.markdown("**Fields dropped from every item:** " + ", ".join(journey["lost_fields"]))
+            st.markdown(
+                "**Fields dropped from every item:** "
+                + ", ".join(code(name) for name in journey["lost_fields"])
+            )
         for transition in journey["transitions"]:
             if transition["verdict"] != sc.VERDICT_INTACT:
                 st.markdown(
-                    f"- {badge(transition['verdict'])} `{transition['from_stage']}` → "
-                    f"`{transition['to_stage']}`: " + "; ".join(transition["reasons"])
+                    f"- {badge(transition['verdict'])} {code(transition['from_stage'])} → "
+                    f"{code(transition['to_stage'])}: "
+                    + "; ".join(plain(reason) for reason in transition["reasons"])
                 )
         for note in journey["notes"]:
-            st.markdown(f"- {note}")
+            st.markdown(f"- {plain(note)}")
         if journey["stages"]:
             _stage_table(journey["stages"])
 
@@ -176,7 +182,7 @@ def _manifest(manifest: dict[str, Any]) -> None:
     window = manifest["context_window"]
     tokens = manifest["tokens"]
     st.markdown(
-        f"**Request** `{manifest['request_id']}` · model `{manifest['model'] or '?'}` · "
+        f"**Request** {code(manifest['request_id'])} · model {code(manifest['model'] or '?')} · "
         f"{len(manifest['tool_call_ids'])} tool results, "
         f"{len(manifest['tool_calls'] or [])} tool calls"
     )
@@ -197,13 +203,13 @@ def _manifest(manifest: dict[str, Any]) -> None:
     if manifest["calls_without_result"]:
         st.error(
             "**Orphaned tool calls** (call without its result — the provider rejects this "
-            "request): " + ", ".join(f"`{c}`" for c in manifest["calls_without_result"]),
+            "request): " + ", ".join(f"{code(c)}" for c in manifest["calls_without_result"]),
             icon=":material/link_off:",
         )
     if manifest["results_without_call"]:
         st.error(
             "**Results without their call:** "
-            + ", ".join(f"`{c}`" for c in manifest["results_without_call"]),
+            + ", ".join(f"{code(c)}" for c in manifest["results_without_call"]),
             icon=":material/link_off:",
         )
     if manifest["sdk_dropped_spans"]:
@@ -248,7 +254,7 @@ def render() -> None:
         return
     if not TRACE_ID.fullmatch(trace_id):
         st.warning(
-            f"`{asked}` is not a trace id: a trace id is 32 hex digits "
+            f"{code(asked)} is not a trace id: a trace id is 32 hex digits "
             "(as in the collector's reports and your tracing backend).",
             icon=":material/search_off:",
         )
@@ -259,15 +265,16 @@ def render() -> None:
     run = fetch("run", trace_id)
     if run is None:
         st.warning(
-            f"No run with trace id `{trace_id}` in this collector.", icon=":material/search_off:"
+            f"No run with trace id {code(trace_id)} in this collector.",
+            icon=":material/search_off:",
         )
         return
     focus_step = int(params["step"]) if params.get("step", "").isdigit() else None
     focus_call = params.get("tool_call_id")
 
-    st.title(f"Run of {run['agent_name'] or '?'}")
+    st.title(f"Run of {plain(run['agent_name'] or '?')}")
     st.caption(
-        f"trace `{run['trace_id']}` · service `{run['service_name'] or '?'}` · "
+        f"trace {code(run['trace_id'])} · service {code(run['service_name'] or '?')} · "
         f"{when(run['first_seen'])} → {when(run['last_seen'])}"
     )
     columns = st.columns(len(run["verdicts"]) + 1)

@@ -15,6 +15,7 @@ from ctxledger import semconv as sc
 from ctxledger.verdicts import LOSING_VERDICTS, VERDICT_MEANINGS
 from ctxledger_dashboard import charts
 from ctxledger_dashboard.incident_tables import link_step, loss_note
+from ctxledger_dashboard.markdown_text import code as inline_code
 from ctxledger_dashboard.page_kit import TIME_RANGES, empty_state, fetch, live, run_link
 from ctxledger_dashboard.url_state import DEFAULT_RANGE, RANGES, synced, to_url
 from ctxledger_dashboard.verdict_style import COLORS, LAYER_OF_STAGE, badge, ordered
@@ -92,7 +93,7 @@ def _fix_here(by_stage: list[dict[str, Any]]) -> None:
     verdicts = ", ".join(f"{n} {v}" for v, n in ordered(top["verdicts"]))
     message = (
         f"**Fix at: {_layer(top['stage'])}.** Most losses ({verdicts}) happen at "
-        f"`{_where(top)}`: {top['lost_items']:,} items, {top['lost_tokens']:,} tokens."
+        f"{inline_code(_where(top))}: {top['lost_items']:,} items, {top['lost_tokens']:,} tokens."
     )
     worst = ordered(top["verdicts"])[0][0]
     (st.error if worst in LOSING_VERDICTS else st.warning)(message, icon=":material/build:")
@@ -247,12 +248,12 @@ def render() -> None:
     profile = fetch("tool", tool, since=since, recent=RECENT)
     if profile is None:
         st.warning(
-            f"No journeys of tool `{tool}` in this window ({RANGES[code].lower()}).",
+            f"No journeys of tool {inline_code(tool)} in this window ({RANGES[code].lower()}).",
             icon=":material/filter_alt_off:",
         )
         return
     worst = ordered(profile["verdicts"])[0][0]
-    st.markdown(f"### `{tool}` {badge(worst)}")
+    st.markdown(f"### {inline_code(tool)} {badge(worst)}")
     st.caption(f"{VERDICT_MEANINGS.get(worst, '')} · {RANGES[code].lower()}")
     _headline(profile)
     _fix_here(profile["by_stage"])

@@ -1,0 +1,205 @@
+"""Hostile names (HTML/JS, SQL quotes, markdown and Streamlit directives, the longest
+allowed, right-to-left and zero-width characters) go through the real SDK and OTLP
+ingest, are stored verbatim, filter exactly through the query API's bound parameters,
+and show as plain text on the dashboard: AppTest, then a real Chromium that must run no
+injected script and build no injected element."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote, urlencode
+
+import httpx
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import ctxledger
+from ctxledger import semconv as sc
+from ctxledger_cli.screenshots import browser
+from ctxledger_collector.settings import Settings
+from ctxledger_dashboard.launch import dashboard_command, dashboard_environment
+from tests.collector.live_collector import LiveCollector, free_port
+from tests.dashboard.conftest import APP
+
+READ_KEY = "read-key-for-hostile-names"
+AGENT = '<img src=x onerror="window.__pwned=1">agent\'s "run"'
+TOOLS = [
+    "<script>window.__pwned=2</script>",
+    "x' OR '1'='1\"; DROP TABLE reports;--",
+    "**bold** [link](javascript:window.__pwned=3) :red[red] $x^2$ `tick` ```fence",
+    "\u202eevil\u200b\u200d\ufefftool",
+    "工具/" + "长" * 248 + "?#%00",  # 256 characters: the longest a name may be
+]
+CALL_IDS = [f"call<b>{i}</b>'\"`" for i in range(len(TOOLS))]
+
+
+def _lossy_journey(tool: str, call_id: str) -> None:
+    rows = [{"id": f"row-{i}", "text": "内容"} for i in range(10)]
+    ctxledger.measure(sc.STAGE_ORIGINAL, rows, tool_call_id=call_id, tool_name=tool)
+    ctxledger.measure(sc.STAGE_SERIALIZED, rows[:4], tool_call_id=call_id, tool_name=tool)
+
+
+@dataclass
+class Stand:
+    collector: LiveCollector
+    trace_id: str
+
+    def get(self, path: str, **params: Any) -> Any:
+        answer = httpx.get(
+            f"{self.collector.url}{path}",
+            params=params,
+            headers={"authorization": f"Bearer {READ_KEY}"},
+            timeout=30,
+        )
+        assert answer.status_code == 200, answer.text
+        return answer.json()
+
+
+@pytest.fixture(scope="module")
+def stand(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stand]:
+    database = tmp_path_factory.mktemp("hostile") / "ctxledger.db"
+    settings = Settings(
+        database_url=f"sqlite:///{database}", auto_migrate=True, sweep_interval_s=3600,
+        read_keys=READ_KEY,
+    )  # fmt: skip
+    with LiveCollector(settings) as collector:
+        client = ctxledger.configure(service_name="hostile", endpoint=collector.url, ledger="off")
+        with ctxledger.run(AGENT):
+            for tool, call_id in zip(TOOLS, CALL_IDS, strict=True):
+                _lossy_journey(tool, call_id)
+        with ctxledger.run("bystander"):  # a tool the SQL-looking filter must not match
+            _lossy_journey("innocent", "call_innocent")
+        assert ctxledger.flush()
+        client.shutdown()
+        ctxledger.configure(service_name="idle", export=False, ledger="off")
+        stand = Stand(collector, "")
+        (run,) = stand.get("/api/v1/runs", agent=AGENT)["runs"]
+        stand.trace_id = run["trace_id"]
+        yield stand
+
+
+def test_names_are_stored_verbatim_and_filter_exactly(stand: Stand) -> None:
+    run = stand.get(f"/api/v1/runs/{stand.trace_id}")
+    assert run["agent_name"] == AGENT
+    journeys = [j for s in run["steps"] for r in s["requests"] for j in r["journeys"]]
+    assert sorted((j["tool_name"], j["tool_call_id"]) for j in journeys) == sorted(
+        zip(TOOLS, CALL_IDS, strict=True)
+    )
+    for tool, call_id in zip(TOOLS, CALL_IDS, strict=True):
+        reports = stand.get("/api/v1/reports", tool=tool)["reports"]
+        assert [(r["tool_name"], r["tool_call_id"]) for r in reports] == [(tool, call_id)]
+        assert stand.get("/api/v1/reports", tool_call_id=call_id)["total"] == 1
+        profile = stand.get(f"/api/v1/tools/{quote(tool, safe='')}")
+        assert profile["tool"] == tool
+    assert stand.get("/api/v1/reports", tool="x' OR '1'='1")["total"] == 0
+    assert stand.get("/api/v1/reports", agent="bystander")["total"] == 1  # nothing dropped
+
+
+def test_a_name_over_the_limit_is_rejected_with_a_reason_not_cut(stand: Stand) -> None:
+    client = ctxledger.configure(
+        service_name="hostile", endpoint=stand.collector.url, ledger="off"
+    )
+    with ctxledger.run("too-long"):
+        _lossy_journey("长" * 257, "call_too_long")
+    assert ctxledger.flush()
+    client.shutdown()
+    ctxledger.configure(service_name="idle", export=False, ledger="off")
+    assert stand.get("/api/v1/reports", tool_call_id="call_too_long")["total"] == 0
+
+
+def _app(page: str, **params: str) -> AppTest:
+    app = AppTest.from_file(str(APP), default_timeout=60)
+    app.switch_page(page)
+    for key, value in params.items():
+        app.query_params[key] = value
+    app.run()
+    assert not app.exception, [e.value for e in app.exception]
+    return app
+
+
+def test_apptest_pages_render_the_names_as_code_never_as_html(
+    stand: Stand, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CTXLEDGER_API_URL", stand.collector.url)
+    monkeypatch.delenv("CTXLEDGER_READ_KEY", raising=False)
+    anonymous = _app("app_pages/run.py", trace_id=stand.trace_id)
+    assert any("needs a read key" in e.value for e in anonymous.error)
+    assert not anonymous.title  # nothing of the run was shown
+
+    monkeypatch.setenv("CTXLEDGER_READ_KEY", READ_KEY)
+    run = _app("app_pages/run.py", trace_id=stand.trace_id)
+    (title,) = run.title
+    assert title.value.startswith("Run of \\<img src=x onerror=")
+    elements = [*run.markdown, *run.caption]  # (a title has no HTML switch at all)
+    assert all(not e.proto.allow_html for e in elements)
+    text = "\n".join(m.value for m in run.markdown)
+    assert "````**bold** [link]" in text and "```fence````" in text  # a longer fence
+    tool = _app("app_pages/tool.py", tool=TOOLS[0])
+    assert any("`<script>window.__pwned=2</script>`" in m.value for m in tool.markdown)
+
+
+@pytest.fixture(scope="module")
+def dashboard(stand: Stand) -> Iterator[str]:
+    port = free_port()
+    env = dashboard_environment(stand.collector.url, {**os.environ, "CTXLEDGER_READ_KEY": READ_KEY})
+    process = subprocess.Popen(
+        dashboard_command("127.0.0.1", port), env=env,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{url}/_stcore/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.3)
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+
+
+@pytest.mark.slow
+def test_chromium_runs_no_injected_script_and_shows_the_names_as_text(
+    stand: Stand, dashboard: str
+) -> None:
+    pages = {
+        # Ready once the last journey's hostile tool name shows as text.
+        f"/run?trace_id={stand.trace_id}": TOOLS[4][:20],
+        "/tool?" + urlencode({"tool": TOOLS[2]}): "[link](javascript:window.__pwned=3)",
+    }
+    dialogs: list[str] = []
+    with browser() as chromium:
+        page = chromium.new_page(viewport={"width": 1440, "height": 2400})
+        page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+        seen: dict[str, str] = {}
+        for path, ready in pages.items():
+            page.goto(dashboard + path)
+            page.get_by_text(ready, exact=False).first.wait_for(timeout=60_000)
+            page.wait_for_timeout(500)  # an injected onerror would have fired by now
+            assert page.evaluate("window.__pwned") is None, path
+            assert page.locator("img[src='x']").count() == 0, path
+            assert page.locator("a[href^='javascript']").count() == 0, path
+            scripts = page.evaluate(
+                "[...document.scripts].filter(s => s.text.includes('__pwned')).length"
+            )
+            assert scripts == 0, path
+            seen[path] = page.locator("body").inner_text()
+        page.close()
+    assert dialogs == []
+    run_text = seen[f"/run?trace_id={stand.trace_id}"]
+    assert "Run of <img src=x onerror=\"window.__pwned=1\">agent's \"run\"" in run_text
+    assert TOOLS[0] in run_text and TOOLS[1] in run_text
+    assert "**bold** [link](javascript:window.__pwned=3) :red[red] $x^2$ `tick`" in run_text
+    assert "\u202eevil" in run_text and TOOLS[4][:40] in run_text
+    assert json.dumps(TOOLS[2])[1:30] in json.dumps(seen["/tool?" + urlencode({"tool": TOOLS[2]})])
