@@ -27,7 +27,7 @@ lint: install
 	$(BIN)/mypy
 
 test: lint
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 4 --dist loadfile
 
 bench: install
 	$(BIN)/python bench/sdk_overhead.py
