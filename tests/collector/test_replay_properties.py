@@ -120,7 +120,9 @@ def _alerts(store: Store, agent: str, traces: dict[str, str]) -> tuple[list[Any]
                 NOTIFICATIONS.c.agent == agent
             )
         ).all()
-    planned = sorted((e[0], traces[e[1]], *e[2:]) for e in events)
+    # A lost result alerts once: which of its journeys carries the event depends on the
+    # order its requests arrived in (a notified event is history), not which results.
+    planned = sorted((e[0], traces[e[1]], e[2]) for e in events)
     return planned, sorted(tuple(n) for n in notifications)
 
 
@@ -140,7 +142,9 @@ def _in_planned_traces(verdicts: dict[Any, Any], traces: dict[str, str]) -> dict
     return {(traces[t], c, r): v for (t, c, r), v in verdicts.items()}
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(
+    max_examples=20, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck)
+)
 @given(
     batched_traces()
     .filter(_identical_copies_only)

@@ -113,6 +113,10 @@ def record_events(
         if row.batch_id is not None
     }
     wanted = {key: event for key, event in wanted.items() if key not in notified}
+    # A result alerted (and notified) at one journey is not alerted again at another:
+    # out of order, a later request's journey may have looked first lost for a while.
+    alerted = _notified_results(session, {key[:3] for key in wanted})
+    wanted = {key: event for key, event in wanted.items() if key[:3] not in alerted}
     withdrawn = [
         row
         for row in existing
@@ -156,6 +160,25 @@ def record_events(
         for group in sorted(severities):
             notify_group_if_due(session, group, context, now)
     return changed
+
+
+def _notified_results(
+    session: Session, results: set[tuple[str, str, str]]
+) -> set[tuple[str, str, str]]:
+    """Which of the (rule, trace, call) results already have a notified event."""
+    columns = ALERT_EVENTS.c
+    result_columns = (columns.rule, columns.trace_id, columns.tool_call_id)
+    keys = sorted(results)
+    return {
+        (row.rule, row.trace_id, row.tool_call_id)
+        for start in range(0, len(keys), _KEYS_PER_LOOKUP)
+        for row in session.execute(
+            select(*result_columns).where(
+                tuple_(*result_columns).in_(keys[start : start + _KEYS_PER_LOOKUP]),
+                columns.batch_id.is_not(None),
+            )
+        )
+    }
 
 
 def _touch_group(session: Session, dialect: str, key: GroupKey, severity: str, now: float) -> None:
