@@ -67,28 +67,28 @@ def read_tool_output(span: SourceSpan) -> ToolOutput | None:
     if attrs.get(sc.TRACELOOP_SPAN_KIND) == sc.TRACELOOP_TOOL:
         return _traceloop(span)
     if attrs.get(sc.GEN_AI_OPERATION_NAME) == sc.GEN_AI_EXECUTE_TOOL:
-        arguments = attrs.get(sc.GEN_AI_TOOL_CALL_ARGUMENTS)
-        text, cut = _result(span, sc.GEN_AI_TOOL_CALL_RESULT, arguments)
-        return ToolOutput(
-            _str(attrs.get(sc.TOOL_CALL_ID)),
-            _str(attrs.get(sc.TOOL_NAME)),
-            arguments,
-            text,
-            cut,
-            sc.SOURCE_GENAI,
-        )
+        return _tool_span(
+            span, sc.TOOL_CALL_ID, sc.TOOL_NAME, sc.GEN_AI_TOOL_CALL_ARGUMENTS,
+            sc.GEN_AI_TOOL_CALL_RESULT, sc.SOURCE_GENAI,
+        )  # fmt: skip
     if attrs.get(sc.OPENINFERENCE_SPAN_KIND) == sc.OPENINFERENCE_TOOL:
-        arguments = attrs.get(sc.INPUT_VALUE)
-        text, cut = _result(span, sc.OUTPUT_VALUE, arguments)
-        return ToolOutput(
-            _str(attrs.get(sc.OPENINFERENCE_TOOL_ID)),
-            _str(attrs.get(sc.OPENINFERENCE_TOOL_NAME)),
-            arguments,
-            text,
-            cut,
-            sc.SOURCE_OPENINFERENCE,
-        )
+        return _tool_span(
+            span, sc.OPENINFERENCE_TOOL_ID, sc.OPENINFERENCE_TOOL_NAME, sc.INPUT_VALUE,
+            sc.OUTPUT_VALUE, sc.SOURCE_OPENINFERENCE,
+        )  # fmt: skip
     return None
+
+
+def _tool_span(
+    span: SourceSpan, id_key: str, name_key: str, arguments_key: str, result_key: str, source: str
+) -> ToolOutput:
+    """A tool span whose convention names its call id, tool name, arguments and result."""
+    attrs = span.attributes
+    arguments = attrs.get(arguments_key)
+    text, cut = _result(span, result_key, arguments)
+    return ToolOutput(
+        _str(attrs.get(id_key)), _str(attrs.get(name_key)), arguments, text, cut, source
+    )
 
 
 def _traceloop(span: SourceSpan) -> ToolOutput:
