@@ -118,10 +118,16 @@ def run_point(
 
 
 def measure_floor(
-    database: str, bodies: Sequence[bytes], workdir: Path, pg_admin_url: str
+    database: str,
+    bodies: Sequence[bytes],
+    workdir: Path,
+    pg_admin_url: str,
+    sqlite_synchronous: str = "FULL",
 ) -> float:
+    """The floor's seconds for ``bodies``; on SQLite with the collector's own durability
+    (``synchronous``), so both sides pay the same syncs."""
     if database == "sqlite":
-        return floor.sqlite_floor(bodies, workdir)
+        return floor.sqlite_floor(bodies, workdir, sqlite_synchronous)
     with fresh_postgres_raw(pg_admin_url) as libpq_url:
         return floor.postgres_floor(bodies, libpq_url)
 
@@ -348,7 +354,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         bodies = floor.request_bodies(batches_of(loads[0].spans, args.batch))
         for database in databases:
-            floors[database] = measure_floor(database, bodies, workdir, args.pg_admin_url)
+            floors[database] = measure_floor(
+                database, bodies, workdir, args.pg_admin_url, args.sqlite_synchronous
+            )
         for load in loads:
             for database in databases:
                 if database == "postgresql" and 0 < args.pg_max_length < load.spans_per_trace:

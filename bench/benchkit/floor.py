@@ -3,8 +3,8 @@ with the raw driver, no collector, no judging.
 
 Decode: ``ExportTraceServiceRequest`` parse (protobuf, whichever backend is installed)
 and one attribute dict per span. Insert, one transaction per request as the collector
-commits one per export: SQLite ``executemany`` into a WAL database (``synchronous=NORMAL``,
-as the collector opens it) with two indexes, or psycopg ``COPY`` into PostgreSQL with
+commits one per export: SQLite ``executemany`` into a WAL database (the collector's own
+``synchronous``, FULL by default: each commit on disk before the next) with two indexes, or psycopg ``COPY`` into PostgreSQL with
 the same two indexes. One thread, timed from the first parse to the last commit.
 """
 
@@ -72,13 +72,13 @@ def decode(body: bytes) -> Iterator[Row]:
                 )
 
 
-def sqlite_floor(bodies: Sequence[bytes], workdir: Path) -> float:
+def sqlite_floor(bodies: Sequence[bytes], workdir: Path, synchronous: str = "FULL") -> float:
     """Seconds to decode every body and insert its rows, one transaction per body."""
     path = workdir / "floor.db"
     connection = sqlite3.connect(path, isolation_level=None)
     try:
         connection.execute("PRAGMA journal_mode=WAL")
-        connection.execute("PRAGMA synchronous=NORMAL")
+        connection.execute(f"PRAGMA synchronous={synchronous}")
         for statement in _SQLITE_SCHEMA:
             connection.execute(statement)
         insert = f"INSERT INTO spans ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
