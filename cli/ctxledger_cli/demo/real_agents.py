@@ -1,9 +1,9 @@
-"""The seeds' incidents that run as real agent loops: the example agents
-(:mod:`ctxledger_cli.agents`) on the real ``openai`` and ``anthropic`` clients, each
+"""The seeds' incidents that run as real agent loops on the real clients: the example
+agents (:mod:`ctxledger_cli.agents`) on the ``openai`` and ``anthropic`` clients, each
 against a provider stand-in started in this process for the run. No network, no keys.
-The agents import
-the clients, so they are imported only when an incident runs (``ctxledger demo`` first
-checks that the clients are installed).
+The agents import the clients, so they are imported only when an incident runs
+(``ctxledger demo`` first checks that the clients are installed). The incidents on agent
+frameworks are :mod:`.framework_agents`.
 
 * seed 004: the knowledge-base agent with seed 004's context manager (``failure``).
 * seed 000: the order-query agent with seed 000's serializer, which writes the first 20
