@@ -54,7 +54,8 @@ def print_verdicts(endpoint: str, out: TextIO, expected: Expectations | None = N
     out.write(f"\nVerdicts from the collector at {endpoint}:\n")
     for name, calls in expected.items():
         shown = _shown(calls)
-        for call_id, verdict_expected in calls.items():
+        for call_id in [*shown, *(c for c in calls if c not in shown)]:
+            verdict_expected = calls[call_id]
             report = found.get(call_id)
             ok = report is not None and report["verdict"] == verdict_expected
             agreed = agreed and ok
