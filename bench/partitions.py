@@ -53,7 +53,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--spans", type=int, default=3_000, help="spans per round")
     parser.add_argument("--trace-spans", type=int, default=100)
-    parser.add_argument("--partition-runs", type=int, default=10)
+    parser.add_argument("--partition-runs", type=int, default=20)
     parser.add_argument("--keep", type=int, default=2, help="rounds kept by retention")
     args = parser.parse_args()
     quiet_exporter_logs()
