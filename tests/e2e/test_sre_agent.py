@@ -70,7 +70,7 @@ def test_the_fourth_request_outgrows_the_window_and_the_emergency_trim_is_declar
 ) -> None:
     result, bodies = _sre_run(provider_factory, "remedy", seed_001.SRE_CONTEXT_WINDOW)
     grep, alerts, pods = result.tool_call_ids
-    assert result.answer == seed_001.ANSWER and result.steps == 4
+    assert result.answer == seed_001.ANSWER and result.steps == 5
     # requests 1-3 fit; the 4th (three results) is refused; its retry is trimmed to fit
     assert len(bodies) == 5
     tokens = [_prompt_tokens(body) for body in bodies]
@@ -101,7 +101,7 @@ def test_the_naive_trim_orphans_the_call_and_the_provider_refuses_the_retry(
     result, bodies = _sre_run(provider_factory, "failure", seed_001.SRE_CONTEXT_WINDOW)
     grep, alerts, pods = result.tool_call_ids
     assert result.answer.startswith("refused: An assistant message with 'tool_calls'")
-    assert grep in result.answer and result.steps == 4
+    assert grep in result.answer and result.steps == 5
     assert len(bodies) == 5
     retried = bodies[4]["messages"]
     assert set(_tool_contents(bodies[4])) == {alerts, pods}
@@ -122,11 +122,12 @@ def test_without_a_trim_nothing_is_lost(
     """With the model's window the agent answers; with seed 001's it stops at the
     provider's refusal. Either way every result it sent was whole."""
     result, bodies = _sre_run(provider_factory, "plain", window)
+    assert result.steps == len(bodies) == 4
     if window is None:
-        assert result.answer == seed_001.ANSWER and len(bodies) == 4
+        assert result.answer == seed_001.ANSWER
     else:
         assert result.answer.startswith("refused: This model's maximum context length is")
-        assert len(bodies) == 4 and _prompt_tokens(bodies[3]) > window
+        assert _prompt_tokens(bodies[3]) > window
     assert len(_tool_contents(bodies[3])) == 3
     reports, lines = _losses(ledger)
     assert reports == [] and not any(" LOSS " in line for line in lines)

@@ -143,7 +143,10 @@ def run_sre_agent(
         {"role": "user", "content": seed_001.QUESTION},
     ]
 
+    sent: list[list[Message]] = []  # every request, retries included: the ledger's steps
+
     def send(request: list[Message]) -> ChatCompletion:
+        sent.append(request)
         return client.chat.completions.create(
             model=model,
             messages=request,  # type: ignore[arg-type]
@@ -151,23 +154,22 @@ def run_sre_agent(
         )
 
     call_ids: list[str] = []
-    step = 0
     try:
         with ctxledger.run(agent_name):
-            for step in range(1, MAX_STEPS + 1):
+            for _ in range(MAX_STEPS):
                 # `assembled`; a retry after a refusal is measured as it leaves (`sent`),
                 # and the emergency trim declares itself as a stage of that retry
                 ctxledger.measure_messages(messages, model=model)
                 try:
                     completion = ask(send, messages, mode, model)
                 except openai.BadRequestError as error:
-                    return AgentRun(f"refused: {refusal(error)}", tuple(call_ids), step)
+                    return AgentRun(f"refused: {refusal(error)}", tuple(call_ids), len(sent))
                 message = completion.choices[0].message
                 messages.append(
                     message.model_dump(exclude_none=True, include={"role", "content", "tool_calls"})
                 )
                 if not message.tool_calls:
-                    return AgentRun(message.content or "", tuple(call_ids), step)
+                    return AgentRun(message.content or "", tuple(call_ids), len(sent))
                 for call in message.tool_calls:
                     arguments = json.loads(call.function.arguments or "{}")  # type: ignore[union-attr]
                     content = run_tool(call.function.name, arguments, call.id)  # type: ignore[union-attr]
@@ -175,7 +177,7 @@ def run_sre_agent(
                     call_ids.append(call.id)
     finally:
         client.close()
-    return AgentRun("(no answer)", tuple(call_ids), step)
+    return AgentRun("(no answer)", tuple(call_ids), len(sent))
 
 
 def script(call_ids: Sequence[str] | None = None) -> list[Step]:
