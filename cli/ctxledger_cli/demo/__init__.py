@@ -1,6 +1,6 @@
 """Agents that reproduce the seeds' incidents: real loops on the real clients against the
-provider stand-in (seeds 004 and 000), scripted loops (the others). No LLM and no
-network needed.
+provider stand-in (seeds 004, 000 and 001, the dropped result), scripted loops (the
+others). No LLM and no network needed.
 
 One module per incident, :mod:`~ctxledger_cli.demo.incidents` the catalogue of them
 (what each runs, the verdict the rules must find), :mod:`~ctxledger_cli.demo.runner`

@@ -6,15 +6,17 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ctxledger_cli.demo.clean_journeys import CLEAN_CALL_IDS, clean_journeys
-from ctxledger_cli.demo.dropped_result import DROP_CALL_IDS, dropped_result
-from ctxledger_cli.demo.real_agents import load_agents, run_seed_004, seed_000_first_rows
-from ctxledger_cli.demo.seed_000_first_rows import ORDERS_CALL_ID
-from ctxledger_cli.demo.seed_001_context_overflow import (
-    ORPHAN_CALL_IDS,
-    TRIM_CALL_IDS,
+from ctxledger_cli.demo.dropped_result import DROP_CALL_IDS
+from ctxledger_cli.demo.real_agents import (
+    dropped_result,
+    load_agents,
     orphaned_call,
+    run_seed_004,
+    seed_000_first_rows,
     seed_001_emergency_trim,
 )
+from ctxledger_cli.demo.seed_000_first_rows import ORDERS_CALL_ID
+from ctxledger_cli.demo.seed_001_context_overflow import ORPHAN_CALL_IDS, TRIM_CALL_IDS
 from ctxledger_cli.demo.seed_002_log_clip import LOG_CALL_ID, seed_002_log_clip
 from ctxledger_cli.demo.seed_004_silent_loss import LOOKUP_CALL_ID, SEARCH_CALL_ID
 
@@ -44,8 +46,9 @@ INCIDENT_CALL_IDS: dict[str, tuple[str, ...]] = {
 }
 
 #: Incident name -> the function that runs it as one agent run (one trace); each takes an
-#: optional model. Seeds 004 and 000 are real loops on the real clients against a provider
-#: stand-in (:mod:`.real_agents`), the others scripted loops.
+#: optional model. Seeds 004, 000 and 001 (with its naive trim, ``orphaned_call``) and the
+#: dropped result are real loops on the real clients against a provider stand-in
+#: (:mod:`.real_agents`), the others scripted loops.
 INCIDENTS: dict[str, Callable[..., None]] = {
     "seed_004_silent_loss": run_seed_004,
     "seed_002_log_clip": seed_002_log_clip,
