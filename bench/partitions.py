@@ -53,16 +53,19 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--spans", type=int, default=3_000, help="spans per round")
     parser.add_argument("--trace-spans", type=int, default=100)
-    parser.add_argument("--partition-runs", type=int, default=10)
+    parser.add_argument("--partition-runs", type=int, default=20)
     parser.add_argument("--keep", type=int, default=2, help="rounds kept by retention")
     args = parser.parse_args()
     quiet_exporter_logs()
     rows = []
-    with tempfile.TemporaryDirectory() as tmp, fresh_postgres(pg_admin_url_from_env()) as url:
-        settings = {
-            "CTXLEDGER_PARTITION_RUNS": str(args.partition_runs),
-            "CTXLEDGER_SWEEP_INTERVAL_S": "1",
-        }
+    settings = {
+        "CTXLEDGER_PARTITION_RUNS": str(args.partition_runs),
+        "CTXLEDGER_SWEEP_INTERVAL_S": "1",
+    }
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        fresh_postgres(pg_admin_url_from_env(), settings) as url,
+    ):
         engine = make_engine(url)
         starts: list[float] = []
         with (
@@ -70,8 +73,13 @@ def main() -> int:
             httpx.Client(base_url=live.base_url, timeout=60) as http,
         ):
             for round_number in range(args.rounds):
-                starts.append(time.time())
-                spans = workload.build(args.spans, args.trace_spans, seed=1000 + round_number)
+                # A round's runs take a fraction of a second, so each round is older than the
+                # next one's start, the cutoff retention is given.
+                spans = workload.build(
+                    args.spans, args.trace_spans, seed=1000 + round_number, time_scale=1e-4
+                )
+                # The round's first span: retention's cutoff when this is the oldest round kept.
+                starts.append(min(span.start_time or 0 for span in spans.spans) / 1e9)
                 fed = feed(live.traces_endpoint, batches_of(spans.spans, 512), threads=2)
                 reports = median_ms(http, "/api/v1/reports", {"limit": 100})
                 runs = median_ms(http, "/api/v1/runs", {"limit": 50})

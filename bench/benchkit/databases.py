@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -45,13 +45,14 @@ def fresh_postgres_raw(admin_url: str) -> Iterator[str]:
 
 
 @contextmanager
-def fresh_postgres(admin_url: str) -> Iterator[str]:
-    """A fresh database migrated with ``ctxledger db upgrade``; yields its SQLAlchemy URL."""
+def fresh_postgres(admin_url: str, settings: Mapping[str, str] | None = None) -> Iterator[str]:
+    """A fresh database migrated with ``ctxledger db upgrade`` (run with the collector's
+    ``settings``, which name e.g. the partitions' width); yields its SQLAlchemy URL."""
     with fresh_postgres_raw(admin_url) as libpq_url:
         url = libpq_url.replace("postgresql://", "postgresql+psycopg://", 1)
         migrate = subprocess.run(
             cli("db", "upgrade", "--database-url", url),
-            env=child_env(url),
+            env=child_env(url, settings),
             capture_output=True,
             text=True,
             timeout=120,

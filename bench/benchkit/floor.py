@@ -4,8 +4,9 @@ with the raw driver, no collector, no judging.
 Decode: ``ExportTraceServiceRequest`` parse (protobuf, whichever backend is installed)
 and one attribute dict per span. Insert, one transaction per request as the collector
 commits one per export: SQLite ``executemany`` into a WAL database (the collector's own
-``synchronous``, FULL by default: each commit on disk before the next) with two indexes, or psycopg ``COPY`` into PostgreSQL with
-the same two indexes. One thread, timed from the first parse to the last commit.
+``synchronous``, FULL by default: each commit on disk before the next) with two
+indexes, or psycopg ``COPY`` into PostgreSQL with the same two indexes. One thread, timed
+from the first parse to the last commit.
 """
 
 from __future__ import annotations

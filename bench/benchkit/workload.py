@@ -170,8 +170,9 @@ def _stage_attrs(
 class _RunWriter:
     """Emits the spans of runs through a stock TracerProvider, on a seeded clock."""
 
-    def __init__(self, rng: random.Random, total_steps: int) -> None:
+    def __init__(self, rng: random.Random, total_steps: int, time_scale: float = 1.0) -> None:
         self.rng = rng
+        self.time_scale = time_scale
         self.memory = InMemorySpanExporter()
         self.provider = TracerProvider(
             resource=Resource.create(
@@ -185,12 +186,13 @@ class _RunWriter:
         )
         self.provider.add_span_processor(SimpleSpanProcessor(self.memory))
         self.tracer = self.provider.get_tracer("ctxledger-bench")
-        # Each step takes about a second and a half; the last run ends now.
-        self.clock = time.time_ns() - total_steps * 1_500_000_000
+        # Each step takes about a second and a half (times ``time_scale``); the last run
+        # ends now.
+        self.clock = time.time_ns() - int(total_steps * 1_500_000_000 * time_scale)
 
     def emit(self, parent: trace.Span, name: str, attrs: dict[str, Any]) -> None:
         start = self.clock
-        self.clock += self.rng.randrange(50_000_000, 150_000_000)
+        self.clock += int(self.rng.randrange(50_000_000, 150_000_000) * self.time_scale)
         span = self.tracer.start_span(
             name, context=trace.set_span_in_context(parent), attributes=attrs, start_time=start
         )
@@ -249,12 +251,15 @@ class _RunWriter:
         return [s for s in self.memory.get_finished_spans() if s.name != sc.SPAN_RUN]
 
 
-def build(total_spans: int, trace_spans: int, seed: int = SEED) -> Workload:
-    """Whole runs of about ``trace_spans`` spans each, about ``total_spans`` in all."""
+def build(
+    total_spans: int, trace_spans: int, seed: int = SEED, time_scale: float = 1.0
+) -> Workload:
+    """Whole runs of about ``trace_spans`` spans each, about ``total_spans`` in all, the
+    last ending now; ``time_scale`` shrinks (< 1) or stretches the time they take."""
     steps = steps_for(trace_spans)
     per_trace = SPANS_PER_STEP * steps + 1
     traces = max(1, round(total_spans / per_trace))
-    writer = _RunWriter(random.Random(seed), traces * steps)
+    writer = _RunWriter(random.Random(seed), traces * steps, time_scale)
     for _ in range(traces):
         writer.run(steps)
     spans = writer.finish()

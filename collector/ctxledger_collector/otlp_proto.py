@@ -29,21 +29,29 @@ def _proto_string(text: str, limits: DecodeLimits) -> str:
     return text
 
 
+def _proto_strings(values: Sequence[AnyValue], limits: DecodeLimits, level: int) -> list[Any]:
+    """An array's values. Most arrays hold only strings (item ids, field names): those are
+    read in one pass and measured at once; an empty string may be another kind's default,
+    so those elements alone are read by kind."""
+    strings: list[Any] = [v.string_value for v in values]
+    if strings and max(map(len, strings)) > limits.max_value_chars:
+        _proto_string(max(strings, key=len), limits)
+    for index, text in enumerate(strings):
+        if not text and values[index].WhichOneof("value") != "string_value":
+            strings[index] = _proto_value(values[index], limits, level)
+    return strings
+
+
 def _proto_value(value: AnyValue, limits: DecodeLimits, level: int = 0) -> Any:
     """One value; ``level`` counts the arrays and key/value lists around it."""
     kind = value.WhichOneof("value")
     if kind == "string_value":  # most values: tried first
         return _proto_string(value.string_value, limits)
-    if kind == "array_value":  # mostly strings (item ids, field names): no call for those
+    if kind == "array_value":
         check_nesting(level + 1, limits)
         values = value.array_value.values
         check_length(len(values), limits.max_value_items, "array")
-        return [
-            _proto_string(v.string_value, limits)
-            if v.WhichOneof("value") == "string_value"
-            else _proto_value(v, limits, level + 1)
-            for v in values
-        ]
+        return _proto_strings(values, limits, level + 1)
     if kind is None:
         return None
     if kind == "kvlist_value":
@@ -59,7 +67,19 @@ def _proto_value(value: AnyValue, limits: DecodeLimits, level: int = 0) -> Any:
 def _proto_attributes(
     entries: Sequence[KeyValue], limits: DecodeLimits, level: int = 0
 ) -> dict[str, Any]:
-    return {_proto_string(kv.key, limits): _proto_value(kv.value, limits, level) for kv in entries}
+    attributes: dict[str, Any] = {}
+    longest = limits.max_value_chars
+    for kv in entries:
+        key = kv.key
+        if len(key) > longest:
+            _proto_string(key, limits)
+        value = kv.value
+        if value.WhichOneof("value") == "string_value":  # most values: no call for those
+            text = value.string_value
+            attributes[key] = text if len(text) <= longest else _proto_string(text, limits)
+        else:
+            attributes[key] = _proto_value(value, limits, level)
+    return attributes
 
 
 def _proto_service(attributes: Sequence[KeyValue]) -> str | None:

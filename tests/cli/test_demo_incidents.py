@@ -164,16 +164,17 @@ def test_seed_000_serializer_writes_twenty_rows_without_a_marker(ledger):
 def test_seed_001_only_the_oldest_result_becomes_the_placeholder(ledger):
     reports, lines = _run("seed_001_emergency_trim", ledger)
     report = _only(reports, seed_001_context_overflow.TRIM_CALL_IDS[0])
-    assert report.step == 4
+    assert report.step == 5  # request 4 was refused as too long; 5 is its trimmed retry
     [lost] = [t for t in report.transitions if t.lost]
-    assert (lost.from_stage, lost.to_stage) == ("assembled", "emergency_trim")
+    # the retry was built by the trim, not assembled again: the loss is the trim's
+    assert (lost.from_stage, lost.to_stage) == ("serialized", "emergency_trim")
     trim = next(m for m in report.stages if m.stage == "emergency_trim")
     assert trim.declared and trim.strategy == "emergency_trim"
     assert "emergency_trim" in trim.markers_found
     trims = [line for line in lines if "] emergency_trim" in line]
     assert len(trims) == 1 and "[call_grep_001]" in trims[0]  # one result, one request
     sent = [line for line in lines if "[call_grep_001] sent" in line]
-    assert "marker=emergency_trim" in sent[-1] and "step 4" in sent[-1]
+    assert "marker=emergency_trim" in sent[-1] and "step 5" in sent[-1]
 
 
 def test_orphaned_call_keeps_a_result_without_its_call_and_drops_the_other(ledger):

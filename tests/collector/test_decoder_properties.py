@@ -214,3 +214,29 @@ def test_json_and_protobuf_encodings_of_the_same_spans_give_the_same_rows(
     assert from_proto is not None and from_json is not None
     assert _rows(from_proto) == _rows(from_json)
     assert from_proto.ignored == from_json.ignored
+
+
+def test_protobuf_arrays_keep_empty_strings_and_other_kinds_apart() -> None:
+    from ctxledger_collector.otlp_proto import proto_spans
+    from ctxledger_collector.otlp_spans import RawSpan
+
+    mixed = ["", 0, False, "数据", "", 2.5, ["", 1]]
+    spans = list(
+        proto_spans(
+            op.proto_body(TRACE, [op.Span({"x.mixed": mixed, "x.ids": ["", "a", ""]})]), LIMITS
+        )
+    )
+    assert len(spans) == 1 and isinstance(spans[0], RawSpan)
+    assert spans[0].attributes["x.mixed"] == mixed
+    assert [type(v) for v in spans[0].attributes["x.mixed"]] == [type(v) for v in mixed]
+    assert spans[0].attributes["x.ids"] == ["", "a", ""]
+
+
+def test_a_string_over_the_limit_inside_an_array_rejects_its_span_alone() -> None:
+    too_long = "长" * (LIMITS.max_value_chars + 1)
+    batch = _decode(
+        op.proto_body(TRACE, [op.Span({"x.ids": ["a", too_long]}), op.Span({"x.ids": ["a", "b"]})]),
+        op.PROTOBUF,
+    )
+    assert batch is not None
+    assert [r.code for r in batch.rejected] == ["value_too_long"]

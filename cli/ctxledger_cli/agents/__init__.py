@@ -7,6 +7,11 @@ that switches on one of the seeds' failures and a flag that switches on the reme
 * :mod:`.anthropic_kb` — seed 004's 50 snippets; failure a context manager that breaks
   out at 16,000 characters (silent), remedy the same budget through the SDK's row
   clipping with a marker (declared).
+* :mod:`.openai_sre` — seed 001's SRE agent whose fourth request outgrows the window;
+  failure a naive trim that deletes the oldest result and keeps its call (orphaned),
+  remedy the SDK's emergency trim with its placeholder (declared).
+* :mod:`.openai_tickets` — a context manager that drops an oversized exchange, call and
+  result, telling nobody (dropped); remedy the SDK's row clipping (declared).
 * :mod:`.langgraph_trim` — LangGraph; failure ``trim_messages(strategy="last")``
   (langchain#33245: orphaned and dropped), remedy ctxledger's trim that keeps pairs
   (declared).
@@ -18,6 +23,7 @@ that switches on one of the seeds' failures and a flag that switches on the reme
   within the limit, marked (declared).
 
 ``examples/*_agent.py`` run them from a clone; they ship here so that ``ctxledger demo``
-can run them from a wheel. The first two need the ``openai`` and ``anthropic`` clients
-(the ``server`` extra brings both), the frameworks come with the ``agents`` extra.
+can run them from a wheel. The loops on the clients need the ``openai`` and
+``anthropic`` clients (the ``server`` extra brings both), the frameworks come with the
+``agents`` extra.
 """

@@ -1,7 +1,7 @@
-"""Agents that reproduce the seeds' incidents: real loops against the provider stand-in
-on the real clients (seeds 004 and 000, on ``anthropic`` and ``openai``) and on agent
-frameworks (``orphaned_call`` on LangGraph, seed 002 on the OpenAI Agents SDK,
-``clean_journeys`` on MCP), scripted loops (the others). No LLM and no network needed.
+"""Agents that reproduce the seeds' incidents: real loops against the provider stand-in,
+on the real clients (seeds 004, 000 and 001 and the dropped result, on ``anthropic`` and
+``openai``) and on agent frameworks (``orphaned_call`` on LangGraph, seed 002 on the
+OpenAI Agents SDK, ``clean_journeys`` on MCP). No LLM and no network needed.
 
 One module per incident or per kind of agent, :mod:`~ctxledger_cli.demo.incidents` the
 catalogue of them (what each runs, the verdict the rules must give each of its tool

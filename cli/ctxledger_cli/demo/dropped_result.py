@@ -1,28 +1,27 @@
-"""A pair-safe context manager that drops a whole oversized exchange, call and result,
-and tells nobody: the result is ``dropped``."""
+"""A ticket agent whose context manager drops a whole oversized exchange, call and
+result, before sending, and tells nobody: the result is ``dropped``.
+
+The data and the context manager; the agent loop is
+:mod:`ctxledger_cli.agents.openai_tickets` (:mod:`.real_agents` runs it).
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-import ctxledger
-from ctxledger_cli.demo.agent_loop import (
-    DEFAULT_MODEL,
-    Message,
-    assistant_calls,
-    send,
-    tool_call,
-    tool_message,
-)
-
 DROP_CALL_IDS = ("call_export_drop", "call_oncall_drop")
 
 MAX_RESULT_CHARS = 8_000
+SYSTEM = "你是客服工单助手。"
+QUESTION = "退款队列里有哪些工单还没处理？今天谁值班？"
+ANSWER = "退款队列暂无待处理工单；今天的值班是小李，备岗小陈。"
+
+Message = dict[str, Any]
 
 
-@ctxledger.tool
-def export_tickets(queue: str) -> dict[str, Any]:
-    tickets = [
+def ticket_records(queue: str) -> list[dict[str, Any]]:
+    """120 open tickets of a queue."""
+    return [
         {
             "id": f"TK-{30100 + i}",
             "queue": queue,
@@ -32,11 +31,9 @@ def export_tickets(queue: str) -> dict[str, Any]:
         }
         for i in range(120)
     ]
-    return {"items": tickets}
 
 
-@ctxledger.tool
-def get_oncall(team: str) -> dict[str, Any]:
+def oncall_of(team: str) -> dict[str, Any]:
     return {"team": team, "primary": "小李", "secondary": "小陈", "until": "2026-05-21T09:00Z"}
 
 
@@ -59,23 +56,3 @@ def drop_oversized_exchanges(messages: list[Message]) -> list[Message]:
             message = {**message, "tool_calls": calls}
         kept.append(message)
     return kept
-
-
-def dropped_result(model: str = DEFAULT_MODEL) -> None:
-    """Two parallel calls in step 1; step 2's request carries only the small one."""
-    export_id, oncall_id = DROP_CALL_IDS
-    with ctxledger.run("ticket-agent"):
-        messages: list[Message] = [
-            {"role": "system", "content": "你是客服工单助手。"},
-            {"role": "user", "content": "退款队列里有哪些工单还没处理？今天谁值班？"},
-        ]
-        send(messages, model)
-        messages.append(
-            assistant_calls(
-                tool_call(export_id, "export_tickets", {"queue": "退款"}),
-                tool_call(oncall_id, "get_oncall", {"team": "客服"}),
-            )
-        )
-        messages.append(tool_message(export_id, export_tickets("退款", tool_call_id=export_id)))
-        messages.append(tool_message(oncall_id, get_oncall("客服", tool_call_id=oncall_id)))
-        send(drop_oversized_exchanges(messages), model)  # step 2: the export is gone

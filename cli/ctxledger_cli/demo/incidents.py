@@ -2,10 +2,11 @@
 must give each of its tool calls. :func:`run_all_incidents` runs them all, each in its
 own trace.
 
-Seeds 004 and 000 are real loops on the ``anthropic`` and ``openai`` clients
-(:mod:`.real_agents`); ``orphaned_call``, ``seed_002_log_clip`` and ``clean_journeys``
-real loops on LangGraph, the OpenAI Agents SDK and MCP (:mod:`.framework_agents`),
-skipped when their framework is not installed; the others scripted loops.
+Every incident is a real agent loop against a provider stand-in started for it: seeds
+004, 000 and 001 and ``dropped_result`` on the ``anthropic`` and ``openai`` clients
+(:mod:`.real_agents`); ``orphaned_call``, ``seed_002_log_clip`` and ``clean_journeys`` on
+LangGraph, the OpenAI Agents SDK and MCP (:mod:`.framework_agents`), skipped when their
+framework is not installed.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ctxledger.verdicts import worst
-from ctxledger_cli.demo.dropped_result import DROP_CALL_IDS, dropped_result
+from ctxledger_cli.demo.dropped_result import DROP_CALL_IDS
 from ctxledger_cli.demo.framework_agents import (
     CLEAN_CALL_IDS,
     ORPHAN_CUSTOMER_CALL_ID,
@@ -24,9 +25,15 @@ from ctxledger_cli.demo.framework_agents import (
     orphaned_call,
     seed_002_log_clip,
 )
-from ctxledger_cli.demo.real_agents import load_agents, run_seed_004, seed_000_first_rows
+from ctxledger_cli.demo.real_agents import (
+    dropped_result,
+    load_agents,
+    run_seed_004,
+    seed_000_first_rows,
+    seed_001_emergency_trim,
+)
 from ctxledger_cli.demo.seed_000_first_rows import ORDERS_CALL_ID
-from ctxledger_cli.demo.seed_001_context_overflow import TRIM_CALL_IDS, seed_001_emergency_trim
+from ctxledger_cli.demo.seed_001_context_overflow import TRIM_CALL_IDS
 from ctxledger_cli.demo.seed_002_log_clip import LOG_CALL_ID
 from ctxledger_cli.demo.seed_004_silent_loss import LOOKUP_CALL_ID, SEARCH_CALL_ID
 

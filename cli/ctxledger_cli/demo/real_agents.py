@@ -8,11 +8,18 @@ frameworks are :mod:`.framework_agents`.
 * seed 004: the knowledge-base agent with seed 004's context manager (``failure``).
 * seed 000: the order-query agent with seed 000's serializer, which writes the first 20
   of 200 rows, declared to the SDK but with no marker for the model.
+* seed 001: the SRE agent against a stand-in whose window the fourth request outgrows;
+  the provider refuses it, the emergency trim turns the oldest result into its
+  placeholder and the retry is answered (``remedy``: declared).
+* dropped result: the ticket agent whose pair-safe context manager drops the oversized
+  export with its call, telling nobody (``failure``: dropped).
 """
 
 from __future__ import annotations
 
 from ctxledger_cli.demo import seed_000_first_rows as seed_000
+from ctxledger_cli.demo.dropped_result import DROP_CALL_IDS
+from ctxledger_cli.demo.seed_001_context_overflow import SRE_CONTEXT_WINDOW, TRIM_CALL_IDS
 from ctxledger_cli.demo.seed_004_silent_loss import LOOKUP_CALL_ID, SEARCH_CALL_ID
 from ctxledger_cli.provider import ProviderStandIn
 
@@ -20,9 +27,9 @@ from ctxledger_cli.provider import ProviderStandIn
 def load_agents() -> None:
     """Import the agents and their clients now (seconds, once per process), so that no
     import falls between the incidents of one demo run."""
-    from ctxledger_cli.agents import anthropic_kb, openai_orders
+    from ctxledger_cli.agents import anthropic_kb, openai_orders, openai_sre, openai_tickets
 
-    del anthropic_kb, openai_orders
+    del anthropic_kb, openai_orders, openai_sre, openai_tickets
 
 
 def run_seed_004(model: str | None = None) -> None:
@@ -47,3 +54,21 @@ def seed_000_first_rows(model: str | None = None) -> None:
         openai_orders.run_orders_agent(
             stand_in.url, "plain", model or openai_orders.MODEL, order_tool=_first_rows
         )
+
+
+def seed_001_emergency_trim(model: str | None = None) -> None:
+    """Seed 001: the fourth request is refused as too long; the retry carries the oldest
+    result as the placeholder, pairing intact (declared)."""
+    from ctxledger_cli.agents import openai_sre
+
+    script = openai_sre.script(TRIM_CALL_IDS)
+    with ProviderStandIn(script=script, context_window=SRE_CONTEXT_WINDOW) as stand_in:
+        openai_sre.run_sre_agent(stand_in.url, "remedy", model or openai_sre.MODEL)
+
+
+def dropped_result(model: str | None = None) -> None:
+    """Two parallel calls in step 1; step 2's request carries only the small one."""
+    from ctxledger_cli.agents import openai_tickets
+
+    with ProviderStandIn(script=openai_tickets.script(DROP_CALL_IDS)) as stand_in:
+        openai_tickets.run_ticket_agent(stand_in.url, "failure", model or openai_tickets.MODEL)

@@ -1,0 +1,80 @@
+"""The collector's own cost per span, without HTTP and without a client on its cores:
+the same request bodies as ``bench/ingest.py``, decoded (``decode_export_request``) and
+stored and judged (``Store.ingest``) in this process on a fresh SQLite file, in pairs
+with the floor (``benchkit.floor``) measured right before each.
+
+    .venv/bin/python bench/ingest_in_process.py [--spans 20000] [--trace-spans 200] [--pairs 3]
+
+Prints, per pair, decode and store microseconds per span, spans/s, the floor's spans/s
+and the ratio; then the median pair. A benchmark: it prints numbers and asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from benchkit import floor, workload
+from benchkit.exporting import batches_of
+from ctxledger.verdicts import Tolerances
+from ctxledger_collector.database import make_engine
+from ctxledger_collector.migrate import upgrade
+from ctxledger_collector.otlp_decode import PROTOBUF, decode_export_request
+from ctxledger_collector.rows import fit_to_columns
+from ctxledger_collector.store import Store
+
+
+def collector_seconds(bodies: list[bytes], workdir: Path) -> tuple[float, float]:
+    """(decode seconds, store-and-judge seconds) for ``bodies`` on a fresh SQLite file."""
+    url = f"sqlite:///{workdir / 'in-process.db'}"
+    upgrade(url)
+    engine = make_engine(url)
+    store = Store(engine, Tolerances())
+    decoding = storing = 0.0
+    try:
+        for body in bodies:
+            started = time.perf_counter()
+            batch = fit_to_columns(decode_export_request(body, PROTOBUF))
+            decoded = time.perf_counter()
+            store.ingest(batch)
+            decoding += decoded - started
+            storing += time.perf_counter() - decoded
+    finally:
+        engine.dispose()
+    return decoding, storing
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--spans", type=int, default=20_000)
+    parser.add_argument("--trace-spans", type=int, default=200)
+    parser.add_argument("--batch", type=int, default=512)
+    parser.add_argument("--pairs", type=int, default=3)
+    args = parser.parse_args()
+    load = workload.build(args.spans, args.trace_spans)
+    bodies = floor.request_bodies(batches_of(load.spans, args.batch))
+    spans = len(load.spans)
+    print(f"{spans:,} spans, {load.traces} runs of {load.spans_per_trace}, batches of {args.batch}")
+    ratios = []
+    for pair in range(1, args.pairs + 1):
+        with tempfile.TemporaryDirectory() as folder:
+            floor_s = floor.sqlite_floor(bodies, Path(folder))
+        with tempfile.TemporaryDirectory() as folder:
+            decoding, storing = collector_seconds(bodies, Path(folder))
+        total = decoding + storing
+        ratios.append(floor_s / total)
+        print(
+            f"pair {pair}: decode {decoding * 1e6 / spans:.1f} + store and judge "
+            f"{storing * 1e6 / spans:.1f} us/span = {spans / total:,.0f} spans/s; "
+            f"floor {spans / floor_s:,.0f} spans/s; collector ÷ floor {floor_s / total:.2f}",
+            flush=True,
+        )
+    print(f"median collector ÷ floor: {sorted(ratios)[len(ratios) // 2]:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
