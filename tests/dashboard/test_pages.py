@@ -34,7 +34,7 @@ def _text(app: AppTest) -> str:
 def test_incidents_page_points_at_the_tool_and_stage_that_lose(api_env: str) -> None:
     app = _page("app_pages/incidents.py")
     metrics = {m.label: m.value for m in app.metric}
-    assert metrics["Journeys"] == "18"  # every journey of the seven incidents
+    assert metrics["Journeys"] == "21"  # every journey of the seven incidents
     # 2 silent journeys (one search result cut at step 2, re-sent cut at step 3), 2 dropped
     # (the ticket export, the orders LangGraph trimmed away) and 1 orphaned (the customer
     # result LangGraph kept without its call): four lost results; the 30 search records
