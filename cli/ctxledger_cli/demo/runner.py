@@ -1,8 +1,8 @@
 """``ctxledger demo``: run the incidents under the SDK (real agents on the real ``openai``
 and ``anthropic`` clients and on LangGraph, the OpenAI Agents SDK and MCP, against an
-in-process provider stand-in, and scripted loops), print what the local ledger found
-and, with an endpoint, what the collector decided. An incident whose framework is not
-installed is skipped with one line naming the extra that brings it."""
+in-process provider stand-in), print what the local ledger found and, with an endpoint,
+what the collector decided. An incident whose framework is not installed is skipped
+with one line naming the extra that brings it."""
 
 from __future__ import annotations
 
