@@ -103,3 +103,20 @@ def test_an_example_runs_as_one_command(collector: LiveCollector, tmp_path: Any)
     tickets, ticket = line.removeprefix("tool calls: ").split(", ")
     assert verdicts(collector, (tickets, ticket)) == [sc.VERDICT_SILENT, sc.VERDICT_INTACT]
     assert f"LOSS silent: query_tickets[{tickets}]" in stderr
+
+
+@pytest.mark.parametrize("agent", list(AGENTS))
+def test_each_script_file_answers_what_the_agent_expects(agent: str) -> None:
+    """``ctxledger provider --script examples/scripts/<agent>.json`` serves the steps the
+    agent's in-process stand-in would (its call ids fixed, the rest the same)."""
+    from ctxledger_cli.provider import load_script
+
+    module = {"langgraph_trim": langgraph_trim, "openai_agents_log": openai_agents_log,
+              "mcp_tickets": mcp_tickets}[agent]  # fmt: skip
+    from_file = load_script(REPO_ROOT / "examples" / "scripts" / f"{agent}.json")
+
+    def without_ids(steps: list[Any]) -> list[Any]:
+        return [(s.text, [(c.name, dict(c.arguments)) for c in s.tool_calls]) for s in steps]
+
+    assert without_ids(from_file) == without_ids(module.script())
+    assert all(c.id for s in from_file for c in s.tool_calls)
