@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip
 
-.PHONY: demo install install-server lint test bench clean
+.PHONY: demo install install-server install-demo lint test bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -14,11 +14,16 @@ $(BIN)/python:
 install-server: $(BIN)/python
 	$(PIP) install --quiet -c constraints.txt -e '.[server]'
 
+# The server plus the frameworks the demo's agents run on (LangGraph, OpenAI Agents, MCP).
+install-demo: $(BIN)/python
+	$(PIP) install --quiet -c constraints.txt -e '.[server,agents]'
+
 install: $(BIN)/python
 	$(PIP) install --quiet -c constraints.txt -e '.[dev,server]'
 
-# The whole stack on embedded SQLite (./ctxledger.db): collector, dashboard, demo incidents.
-demo: install-server
+# The whole stack on embedded SQLite (./ctxledger.db): collector, dashboard, demo incidents
+# (real agent loops on the clients and the frameworks against the provider stand-in).
+demo: install-demo
 	$(BIN)/ctxledger up
 
 lint: install

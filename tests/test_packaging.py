@@ -129,13 +129,24 @@ def test_plain_install_is_the_sdk_only(tmp_path: Path) -> None:
     version = _run(command, "--version")
     assert version.startswith("ctxledger ")
 
-    # The demo's real agents and the provider stand-in ship in the wheel.
-    shipped = (
-        "import importlib.util as u; print([u.find_spec(m) is not None for m in "
-        "('ctxledger_cli.agents.openai_orders', 'ctxledger_cli.agents.anthropic_kb', "
-        "'ctxledger_cli.provider.server', 'ctxledger_cli.demo.real_agents')])"
+    # The demo's real agents (the framework ones too) and the provider stand-in ship in
+    # the wheel.
+    modules = (
+        "ctxledger_cli.agents.openai_orders",
+        "ctxledger_cli.agents.anthropic_kb",
+        "ctxledger_cli.agents.langgraph_trim",
+        "ctxledger_cli.agents.openai_agents_log",
+        "ctxledger_cli.agents.mcp_tickets",
+        "ctxledger_cli.agents.mcp_ticket_server",
+        "ctxledger_cli.provider.server",
+        "ctxledger_cli.demo.real_agents",
+        "ctxledger_cli.demo.framework_agents",
     )
-    assert _run(python, "-c", shipped).strip() == "[True, True, True, True]"
+    shipped = (
+        "import importlib.util as u; "
+        f"print(all(u.find_spec(m) is not None for m in {modules!r}))"
+    )
+    assert _run(python, "-c", shipped).strip() == "True"
 
     for server_command in SERVER_COMMANDS:
         refused = _completed(command, *server_command)

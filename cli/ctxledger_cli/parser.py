@@ -42,9 +42,11 @@ def build_parser() -> argparse.ArgumentParser:
         "demo",
         help="run agents that reproduce the seeds' incidents (no LLM, no network, no keys)",
         description="Run the seeds' incidents — real agent loops on the openai and anthropic "
-        "clients against the built-in provider stand-in, and scripted loops — and print the "
-        "data ledger; with --endpoint, send every incident to a collector and print its "
-        "verdicts. Needs the server extra (the clients).",
+        "clients and on LangGraph, the OpenAI Agents SDK and MCP against the built-in "
+        "provider stand-in — and print the data ledger; with --endpoint, send every "
+        "incident to a collector and print its verdicts. Needs the server extra (the "
+        "clients); the agents extra brings the frameworks (an incident whose framework is "
+        "missing is skipped).",
     )
     demo.add_argument(
         "--endpoint",

@@ -59,9 +59,18 @@ ROOT = Path(__file__).resolve().parents[2]
 SECRET = "whsec_YWxlcnRzLXRlc3Qtc2lnbmluZy1rZXktMDAx"
 RULE = "lost-silently"
 
-SEARCH_CALL = demo.EXPECTED_VERDICTS["seed_004_silent_loss"][0]
-DROP_CALL = demo.EXPECTED_VERDICTS["dropped_result"][0]
-ORPHAN_CALL = demo.EXPECTED_VERDICTS["orphaned_call"][0]
+
+
+def expected_call(incident: str, verdict: str) -> str:
+    """The call of ``incident`` the demo expects to get ``verdict``."""
+    (call_id,) = [c for c, v in demo.EXPECTED_VERDICTS[incident].items() if v == verdict]
+    return call_id
+
+
+SEARCH_CALL = expected_call("seed_004_silent_loss", "silent")
+DROP_CALL = expected_call("dropped_result", "dropped")
+ORPHAN_CALL = expected_call("orphaned_call", "orphaned")
+TRIMMED_CALL = expected_call("orphaned_call", "dropped")
 
 Group = tuple[str, str | None, str | None]
 KB: Group = (RULE, "kb-agent", "search_knowledge")
@@ -70,7 +79,9 @@ GROUPS: dict[Group, tuple[str, str, int]] = {
     # One search result cut at step 2 and re-sent cut at step 3: one lost result, one event.
     KB: ("silent", SEARCH_CALL, 1),
     (RULE, "ticket-agent", "export_tickets"): ("dropped", DROP_CALL, 1),
-    (RULE, "sre-agent-naive", "grep_logs"): ("orphaned", ORPHAN_CALL, 1),
+    # LangGraph's trim_messages(strategy="last"): a result without its call, one gone.
+    (RULE, "langgraph-trim-agent", "get_customer"): ("orphaned", ORPHAN_CALL, 1),
+    (RULE, "langgraph-trim-agent", "search_orders"): ("dropped", TRIMMED_CALL, 1),
 }
 
 T = TypeVar("T")
@@ -286,11 +297,13 @@ def test_seeds_notify_each_group_once_hold_back_then_resolve(
             first_spans = flush()
 
             # One firing notification per group, signed, the count and the worst examples.
-            firing = receiver.wait_for(lambda rs: len(with_status(rs, "firing")) >= 3)
+            firing = receiver.wait_for(lambda rs: len(with_status(rs, "firing")) >= len(GROUPS))
             firing = with_status(firing, "firing")
             assert_verified(firing)
             assert sorted(r.group for r in firing) == sorted(GROUPS)
-            outbox = wait_until(lambda: all_delivered(url, 3), "3 delivered notifications")
+            outbox = wait_until(
+                lambda: all_delivered(url, len(GROUPS)), "a delivered notification per group"
+            )
             by_id = {n["webhook_id"]: n for n in outbox}
             for request in firing:
                 payload = request.payload
@@ -332,7 +345,7 @@ def test_seeds_notify_each_group_once_hold_back_then_resolve(
             with httpx.Client(timeout=60) as http:
                 post_spans(http, url, first_spans)
             after = alerts(url)
-            assert after["total"] == 3
+            assert after["total"] == len(GROUPS)
             assert after["groups"] == groups_before
 
             # A new silent journey in the kb group, inside the window: held back.
@@ -344,7 +357,7 @@ def test_seeds_notify_each_group_once_hold_back_then_resolve(
             assert len(new_traces) == 1
             seen = alerts(url)
             if time.time() < first_kb["created_at"] + WINDOW_S:  # read inside the window
-                assert seen["total"] == 3, "a new match was notified inside the group window"
+                assert seen["total"] == len(GROUPS), "a new match notified inside the window"
                 (kb_group,) = [g for g in seen["groups"] if (RULE, g["agent"], g["tool"]) == KB]
                 assert kb_group["last_notified_at"] == first_kb["created_at"]
                 assert kb_group["last_event_at"] > first_kb["created_at"]
@@ -364,7 +377,9 @@ def test_seeds_notify_each_group_once_hold_back_then_resolve(
             assert second_row["created_at"] >= first_kb["created_at"] + WINDOW_S
 
             # Quiet for resolve_after_s: one "resolved" per group, after its last firing.
-            requests = receiver.wait_for(lambda rs: len(with_status(rs, "resolved")) >= 3)
+            requests = receiver.wait_for(
+                lambda rs: len(with_status(rs, "resolved")) >= len(GROUPS)
+            )
             resolved = with_status(requests, "resolved")
             assert_verified(resolved)
             assert sorted(r.group for r in resolved) == sorted(GROUPS)
@@ -374,10 +389,12 @@ def test_seeds_notify_each_group_once_hold_back_then_resolve(
                     r.index for r in with_status(requests, "firing") if r.group == request.group
                 )
                 assert request.index > last_firing
-            final = wait_until(lambda: all_delivered(url, 7), "7 delivered notifications")
+            total = 2 * len(GROUPS) + 1
+            final = wait_until(lambda: all_delivered(url, total), f"{total} deliveries")
             assert {g["state"] for g in alerts(url)["groups"]} == {"resolved"}
-            # Exactly: 3 firing, the held-back kb batch, 3 resolved; no duplicates.
-            assert len(final) == 7
+            # Exactly: one firing per group, the held-back kb batch, one resolved per group;
+            # no duplicates.
+            assert len(final) == total
             assert sorted(r.webhook_id for r in receiver.requests) == sorted(
                 n["webhook_id"] for n in final
             )
@@ -610,7 +627,9 @@ def test_a_collector_killed_mid_delivery_loses_nothing(postgres_url: str, tmp_pa
         receiver.release()  # the dead collector's request gets its (unread) answer
 
         with serving(env, log) as (url, _):
-            outbox = wait_until(lambda: all_delivered(url, 3), "3 delivered notifications", 60)
+            outbox = wait_until(
+                lambda: all_delivered(url, len(GROUPS)), "a delivered notification per group", 60
+            )
             requests = receiver.requests
             assert_verified(requests)
             ids_by_group: dict[Group | None, set[str | None]] = {}
@@ -708,9 +727,9 @@ def test_two_collectors_notify_each_group_once(postgres_url: str, tmp_path: Path
         with two_replicas(postgres_url, rules, tmp_path) as (first, second):
             post_lockstep((first, second), traces, random.Random(20261130))
 
-            # Once the events have settled, each group is notified (3 groups x 2 sinks).
+            # Once the events have settled, each group is notified (once per sink).
             outbox = wait_until(
-                lambda: found if len(found := notifications(first)) >= 6 else None,
+                lambda: found if len(found := notifications(first)) >= 2 * len(GROUPS) else None,
                 "a notification per group and sink",
             )
             # Both replicas read the same outbox (delivery may progress between reads).
@@ -726,14 +745,14 @@ def test_two_collectors_notify_each_group_once(postgres_url: str, tmp_path: Path
                 (g, sink) for g in GROUPS for sink in ("ops", "audit")
             )
 
-            wait_until(lambda: all_delivered(first, 6), "6 delivered notifications")
+            wait_until(lambda: all_delivered(first, 2 * len(GROUPS)), "every delivery")
             for receiver in (ops, audit):
-                requests = receiver.wait_for(lambda rs: len(rs) >= 3)
+                requests = receiver.wait_for(lambda rs: len(rs) >= len(GROUPS))
                 assert_verified(requests)
                 assert {g: len(i) for g, i in ids_by_group(requests).items()} == dict.fromkeys(
                     GROUPS, 1
                 )
-            assert len(ops.requests) == len(audit.requests) == 3
+            assert len(ops.requests) == len(audit.requests) == len(GROUPS)
             assert {r.webhook_id for r in ops.requests + audit.requests} == {
                 n["webhook_id"] for n in outbox
             }
@@ -888,7 +907,9 @@ def test_journeys_total_after_the_demo(database_url: str, tmp_path: Path) -> Non
         assert (
             metric(url, name, verdict="dropped", agent="ticket-agent", tool="export_tickets") == 1
         )
-        assert metric(url, name, verdict="orphaned", agent="sre-agent-naive", tool="grep_logs") == 1
+        agent = "langgraph-trim-agent"
+        assert metric(url, name, verdict="orphaned", agent=agent, tool="get_customer") == 1
+        assert metric(url, name, verdict="dropped", agent=agent, tool="search_orders") == 1
         assert all(labels["agent"] != "other" for labels, _ in metric_samples(url, name))
 
 
@@ -934,7 +955,7 @@ def test_no_alert_for_a_journey_silent_only_until_its_declaring_stage_arrives(
         for span in rest:
             post_spans(http, collector.url, [span])
         post_spans(http, collector.url, [declaring])  # the declared clip arrives last
-        call_id = demo.EXPECTED_VERDICTS["seed_000_first_rows"][0]
+        call_id = expected_call("seed_000_first_rows", "unmarked")
         assert {r["verdict"] for r in reports(collector.url, tool_call_id=call_id)} == {"unmarked"}
         time.sleep(SETTLE_S + 1.5)  # past the settle time: a kept event would be sent now
         assert notifications(collector.url) == []
@@ -943,12 +964,12 @@ def test_no_alert_for_a_journey_silent_only_until_its_declaring_stage_arrives(
 def test_an_alert_is_grouped_by_the_journeys_tool_whatever_arrives_first(
     database_url: str, tmp_path: Path
 ) -> None:
-    spans = _trace_of(measured(demo.INCIDENTS["orphaned_call"]), "sre-agent-naive")
-    (manifest,) = [
+    spans = _trace_of(measured(demo.INCIDENTS["orphaned_call"]), "langgraph-trim-agent")
+    (manifest,) = [  # the request carrying the result without its call
         s
         for s in spans
-        if ORPHAN_CALL in ((s.attributes or {}).get(sc.REQUEST_TOOL_CALLS) or ())
-        and ORPHAN_CALL not in ((s.attributes or {}).get(sc.REQUEST_TOOL_CALL_IDS) or ())
+        if ORPHAN_CALL in ((s.attributes or {}).get(sc.REQUEST_TOOL_CALL_IDS) or ())
+        and ORPHAN_CALL not in ((s.attributes or {}).get(sc.REQUEST_TOOL_CALLS) or ())
     ]
     rules = write_rules(tmp_path / "alerts.yaml", [{"type": "log"}])
     settings = settings_for(database_url, rules, alert_settle_s=SETTLE_S)
@@ -961,7 +982,12 @@ def test_an_alert_is_grouped_by_the_journeys_tool_whatever_arrives_first(
             if r["verdict"] == "orphaned"
         ]
         assert [(r["agent_name"], r["tool_name"]) for r in orphaned] == [
-            ("sre-agent-naive", "grep_logs")
+            ("langgraph-trim-agent", "get_customer")
         ]
-        sent = wait_until(lambda: notifications(collector.url), "the settled notification")
-        assert [group_of(n) for n in sent] == [(RULE, "sre-agent-naive", "grep_logs")]
+        sent = wait_until(
+            lambda: found if len(found := notifications(collector.url)) >= 2 else None,
+            "the settled notifications",
+        )
+        tools = ("get_customer", "search_orders")  # the orphaned result, the dropped one
+        expected = [(RULE, "langgraph-trim-agent", tool) for tool in tools]
+        assert sorted(group_of(n) for n in sent) == expected

@@ -1,5 +1,6 @@
-"""The demo's scripted incidents, sent by the SDK to a live collector (SQLite and
-PostgreSQL), get the verdicts the demo promises (``demo.EXPECTED_VERDICTS``)."""
+"""The demo's incidents, sent by the SDK to a live collector (SQLite and PostgreSQL),
+get the verdicts the demo promises for each of their tool calls
+(``demo.EXPECTED_VERDICTS``)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from ctxledger.verdicts import worst
 from ctxledger_cli import demo
 from tests.collector.live_collector import LiveCollector
 
-#: What the seeds say each incident is; the demo's table must keep saying the same.
+#: What the seeds say each incident is (its worst call); the demo's table must keep
+#: saying the same.
 PINNED = {
     "seed_004_silent_loss": "silent",
     "seed_002_log_clip": "declared",
@@ -37,7 +39,7 @@ def incidents_sent(collector: LiveCollector) -> Iterator[httpx.Client]:
         assert ctxledger.flush(), "the SDK could not export the incidents"
         stats = client.stats()
         assert stats.dropped == 0 and stats.spans_exported > 0, stats
-        assert promised == {name: verdict for name, (_, verdict) in demo.EXPECTED_VERDICTS.items()}
+        assert promised == demo.EXPECTED_VERDICTS
         with collector.client() as http:
             yield http
     finally:
@@ -55,28 +57,27 @@ def _reports(http: httpx.Client, **params: Any) -> list[dict[str, Any]]:
 
 
 def test_expected_verdicts_cover_the_seeds() -> None:
-    assert {name: verdict for name, (_, verdict) in demo.EXPECTED_VERDICTS.items()} == PINNED
-    call_ids = [call_id for call_id, _ in demo.EXPECTED_VERDICTS.values()]
+    assert {name: demo.incident_verdict(name) for name in demo.EXPECTED_VERDICTS} == PINNED
+    call_ids = [call_id for calls in demo.EXPECTED_VERDICTS.values() for call_id in calls]
     assert len(set(call_ids)) == len(call_ids)
 
 
-def test_each_incident_gets_its_verdict(incidents_sent: httpx.Client) -> None:
+def test_each_call_of_each_incident_gets_its_verdict(incidents_sent: httpx.Client) -> None:
     http = incidents_sent
     traces: dict[str, str] = {}
-    for incident, (call_id, expected) in demo.EXPECTED_VERDICTS.items():
-        journeys = _reports(http, tool_call_id=call_id)
-        assert journeys, f"{incident}: no report for {call_id}"
-        assert {r["tool_call_id"] for r in journeys} == {call_id}
-        (trace_id,) = {r["trace_id"] for r in journeys}  # one incident, one trace
-        traces[incident] = trace_id
-        verdicts = [r["verdict"] for r in journeys]
-        assert worst(verdicts) == expected, (incident, verdicts)
-        assert all(r["settled"] for r in journeys), incident
-        # Every other journey of the incident's run is intact.
-        others = [r for r in _reports(http, trace_id=trace_id) if r["tool_call_id"] != call_id]
-        assert {
-            (r["tool_call_id"], r["verdict"]) for r in others if r["verdict"] != "intact"
-        } == set()
+    for incident, calls in demo.EXPECTED_VERDICTS.items():
+        for call_id, expected in calls.items():
+            journeys = _reports(http, tool_call_id=call_id)
+            assert journeys, f"{incident}: no report for {call_id}"
+            assert {r["tool_call_id"] for r in journeys} == {call_id}
+            (trace_id,) = {r["trace_id"] for r in journeys}  # one incident, one trace
+            assert traces.setdefault(incident, trace_id) == trace_id, incident
+            verdicts = [r["verdict"] for r in journeys]
+            assert worst(verdicts) == expected, (incident, call_id, verdicts)
+            assert all(r["settled"] for r in journeys), (incident, call_id)
+        # The incident's run has no journey of a call it does not expect.
+        in_run = {r["tool_call_id"] for r in _reports(http, trace_id=traces[incident])}
+        assert in_run == set(calls), incident
     assert len(set(traces.values())) == len(demo.EXPECTED_VERDICTS)
 
     runs = http.get("/api/v1/runs", params={"limit": 100}).json()
@@ -86,7 +87,9 @@ def test_each_incident_gets_its_verdict(incidents_sent: httpx.Client) -> None:
 
 
 def test_seed_004_loses_30_snippets_silently(incidents_sent: httpx.Client) -> None:
-    call_id, _ = demo.EXPECTED_VERDICTS["seed_004_silent_loss"]
+    (call_id,) = [
+        c for c, v in demo.EXPECTED_VERDICTS["seed_004_silent_loss"].items() if v == "silent"
+    ]
     lost = [f"kb-{i:03d}" for i in range(20, 50)]
     silent = [r for r in _reports(incidents_sent, tool_call_id=call_id) if r["verdict"] == "silent"]
     assert silent, "seed 004's search result is not reported silent"
@@ -109,22 +112,29 @@ def test_seed_004_loses_30_snippets_silently(incidents_sent: httpx.Client) -> No
 def test_declared_unmarked_dropped_and_orphaned_details(incidents_sent: httpx.Client) -> None:
     http = incidents_sent
 
-    def journeys(incident: str) -> list[dict[str, Any]]:
-        call_id, verdict = demo.EXPECTED_VERDICTS[incident]
+    def journeys(incident: str, verdict: str) -> list[dict[str, Any]]:
+        (call_id,) = [c for c, v in demo.EXPECTED_VERDICTS[incident].items() if v == verdict]
         return [r for r in _reports(http, tool_call_id=call_id) if r["verdict"] == verdict]
 
-    (log,) = journeys("seed_002_log_clip")
+    (log,) = journeys("seed_002_log_clip", "declared")
     assert log["lost_items"] > 0 and log["stages"][-1]["marker"]  # the model sees a marker
-    (orders,) = journeys("seed_000_first_rows")
+    assert log["agent_name"] == "log-agent" and log["tool_name"] == "read_log"
+    (orders,) = journeys("seed_000_first_rows", "unmarked")
     assert orders["lost_items"] > 0 and orders["lost_item_ids"]
     assert any(s["declared"] for s in orders["stages"])  # declared in telemetry...
     assert not any(s["marker"] for s in orders["stages"])  # ...but invisible to the model
-    (trim,) = journeys("seed_001_emergency_trim")
+    (trim,) = journeys("seed_001_emergency_trim", "declared")
     assert "emergency_trim" in trim["stages"][-1]["markers_found"]
-    (dropped,) = journeys("dropped_result")
+    (dropped,) = journeys("dropped_result", "dropped")
     assert any("missing from request" in note for note in dropped["notes"])
-    (orphan,) = journeys("orphaned_call")
-    assert any("without its result" in note for note in orphan["notes"])
+    # LangGraph's trim_messages(strategy="last"): one request, a result without its call
+    # (orphaned) and a result gone with its call (dropped).
+    (orphan,) = journeys("orphaned_call", "orphaned")
+    (trimmed_away,) = journeys("orphaned_call", "dropped")
+    assert orphan["agent_name"] == trimmed_away["agent_name"] == "langgraph-trim-agent"
+    assert orphan["request_id"] == trimmed_away["request_id"]
+    assert any("without its call" in note for note in orphan["notes"])
+    assert any("missing from request" in note for note in trimmed_away["notes"])
     run = http.get(orphan["links"]["run"]).json()
     manifests = [
         request["manifest"]
@@ -132,4 +142,5 @@ def test_declared_unmarked_dropped_and_orphaned_details(incidents_sent: httpx.Cl
         for request in step["requests"]
         if request["request_id"] == orphan["request_id"]
     ]
-    assert [m["calls_without_result"] for m in manifests] == [[orphan["tool_call_id"]]]
+    assert [m["results_without_call"] for m in manifests] == [[orphan["tool_call_id"]]]
+    assert [m["calls_without_result"] for m in manifests] == [[]]

@@ -47,16 +47,16 @@ def test_run_page_shows_the_silent_50_to_20_loss_and_the_lost_ids(
     assert "[Link to this step](" in text
 
 
-def test_run_page_highlights_orphaned_calls_in_the_manifest(api_env: str) -> None:
+def test_run_page_highlights_orphaned_results_in_the_manifest(api_env: str) -> None:
     import httpx
 
     report = httpx.get(
-        f"{api_env}/api/v1/reports", params={"tool_call_id": "call_grep_orphan"}
+        f"{api_env}/api/v1/reports", params={"tool_call_id": "call_customer_orphan"}
     ).json()["reports"]
     orphan = next(r for r in report if r["verdict"] == "orphaned")
     app = _run_page(trace_id=orphan["trace_id"], step=str(orphan["step"]))
     errors = " ".join(e.value for e in app.error)
-    assert "Orphaned tool calls" in errors and "call_grep_orphan" in errors
+    assert "Results without their call" in errors and "call_customer_orphan" in errors
 
 
 def test_run_page_without_a_run_lists_recent_runs_with_their_verdicts(api_env: str) -> None:

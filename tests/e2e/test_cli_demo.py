@@ -1,7 +1,9 @@
 """``ctxledger demo --endpoint URL`` as a user runs it: a separate process that exports
 to a real OTLP receiver and prints the seed-004 loss on stderr. Seeds 004 and 000 are real
 agent loops on the ``anthropic`` and ``openai`` clients against the in-process provider
-stand-in: their ``sent`` stages and manifests come from the clients' httpx hooks."""
+stand-in: their ``sent`` stages and manifests come from the clients' httpx hooks;
+``orphaned_call``, seed 002 and ``clean_journeys`` real loops on LangGraph, the OpenAI
+Agents SDK and MCP. The local ledger announces exactly the losses the catalogue expects."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import subprocess
 import sys
 
 from ctxledger import semconv as sc
+from ctxledger_cli.demo import EXPECTED_VERDICTS
 
 from .helpers import REPO_ROOT, subprocess_env
 from .otlp_receiver import OTLPReceiver
@@ -22,7 +25,7 @@ def test_demo_exports_spans_and_reports_the_silent_loss(receiver: OTLPReceiver) 
         env=subprocess_env(),
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=120,
         check=False,
     )
     assert completed.returncode == 0, completed.stderr
@@ -30,6 +33,17 @@ def test_demo_exports_spans_and_reports_the_silent_loss(receiver: OTLPReceiver) 
     losses = [line for line in lines if "LOSS silent" in line]
     assert losses, completed.stderr
     assert any("30 items" in line for line in losses), losses
+    assert not any("skipping" in line for line in lines), completed.stderr
+    # The summary under "loss(es) found by the local ledger": one line per losing journey.
+    start = next(i for i, line in enumerate(lines) if "found by the local ledger" in line)
+    rows = [re.fullmatch(r"  (\w+) +\S+\[(\S+)\] lost \d+ items", x) for x in lines[start + 1 :]]
+    announced = {(m.group(2), m.group(1)) for m in rows if m}
+    assert announced == {
+        (call_id, verdict)
+        for calls in EXPECTED_VERDICTS.values()
+        for call_id, verdict in calls.items()
+        if verdict != "intact"
+    }
 
     spans = receiver.spans
     assert spans

@@ -1,16 +1,16 @@
-"""The seeds' incidents that run as real agent loops: the example agents
-(:mod:`ctxledger_cli.agents`) on the real ``openai`` and ``anthropic`` clients, each
+"""The seeds' incidents that run as real agent loops on the real clients: the example
+agents (:mod:`ctxledger_cli.agents`) on the ``openai`` and ``anthropic`` clients, each
 against a provider stand-in started in this process for the run. No network, no keys.
 The agents import the clients, so they are imported only when an incident runs
-(``ctxledger demo`` first checks that the clients are installed).
+(``ctxledger demo`` first checks that the clients are installed). The incidents on agent
+frameworks are :mod:`.framework_agents`.
 
 * seed 004: the knowledge-base agent with seed 004's context manager (``failure``).
 * seed 000: the order-query agent with seed 000's serializer, which writes the first 20
   of 200 rows, declared to the SDK but with no marker for the model.
 * seed 001: the SRE agent against a stand-in whose window the fourth request outgrows;
   the provider refuses it, the emergency trim turns the oldest result into its
-  placeholder and the retry is answered (``remedy``: declared). ``orphaned_call`` is the
-  same agent with the naive trim that deletes that result (``failure``: orphaned).
+  placeholder and the retry is answered (``remedy``: declared).
 * dropped result: the ticket agent whose pair-safe context manager drops the oversized
   export with its call, telling nobody (``failure``: dropped).
 """
@@ -19,11 +19,7 @@ from __future__ import annotations
 
 from ctxledger_cli.demo import seed_000_first_rows as seed_000
 from ctxledger_cli.demo.dropped_result import DROP_CALL_IDS
-from ctxledger_cli.demo.seed_001_context_overflow import (
-    ORPHAN_CALL_IDS,
-    SRE_CONTEXT_WINDOW,
-    TRIM_CALL_IDS,
-)
+from ctxledger_cli.demo.seed_001_context_overflow import SRE_CONTEXT_WINDOW, TRIM_CALL_IDS
 from ctxledger_cli.demo.seed_004_silent_loss import LOOKUP_CALL_ID, SEARCH_CALL_ID
 from ctxledger_cli.provider import ProviderStandIn
 
@@ -68,17 +64,6 @@ def seed_001_emergency_trim(model: str | None = None) -> None:
     script = openai_sre.script(TRIM_CALL_IDS)
     with ProviderStandIn(script=script, context_window=SRE_CONTEXT_WINDOW) as stand_in:
         openai_sre.run_sre_agent(stand_in.url, "remedy", model or openai_sre.MODEL)
-
-
-def orphaned_call(model: str | None = None) -> None:
-    """Seed 001's naive trim: the oldest result is deleted, its call stays (orphaned)."""
-    from ctxledger_cli.agents import openai_sre
-
-    script = openai_sre.script(ORPHAN_CALL_IDS)
-    with ProviderStandIn(script=script, context_window=SRE_CONTEXT_WINDOW) as stand_in:
-        openai_sre.run_sre_agent(
-            stand_in.url, "failure", model or openai_sre.MODEL, agent_name="sre-agent-naive"
-        )
 
 
 def dropped_result(model: str | None = None) -> None:

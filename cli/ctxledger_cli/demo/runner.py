@@ -1,6 +1,8 @@
 """``ctxledger demo``: run the incidents under the SDK (real agents on the real ``openai``
-and ``anthropic`` clients against an in-process provider stand-in, and scripted loops),
-print what the local ledger found and, with an endpoint, what the collector decided."""
+and ``anthropic`` clients and on LangGraph, the OpenAI Agents SDK and MCP, against an
+in-process provider stand-in), print what the local ledger found and, with an endpoint,
+what the collector decided. An incident whose framework is not installed is skipped
+with one line naming the extra that brings it."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from collections.abc import Iterable
 import ctxledger
 from ctxledger.verdicts import Report
 from ctxledger_cli.demo.collector_verdicts import print_verdicts
-from ctxledger_cli.demo.incidents import run_all_incidents
+from ctxledger_cli.demo.incidents import run_all_incidents, skipped_incidents
 from ctxledger_cli.demo.real_agents import run_seed_004
 
 #: The demo's agents run on these clients; the ``server`` extra brings them.
@@ -39,8 +41,11 @@ def run_demo(endpoint: str | None, ledger: str, everything: bool) -> int:
         export=endpoint is not None,
         ledger=ledger,
     )
+    expected = None
     if everything:
-        run_all_incidents()
+        for reason in skipped_incidents().values():
+            print(f"ctxledger demo: {reason}", file=sys.stderr)
+        expected = run_all_incidents()
     else:
         run_seed_004()
     ctxledger.flush()
@@ -54,7 +59,7 @@ def run_demo(endpoint: str | None, ledger: str, everything: bool) -> int:
         file=sys.stderr,
     )
     try:
-        agreed = print_verdicts(endpoint, sys.stdout)
+        agreed = print_verdicts(endpoint, sys.stdout, expected)
     except urllib.error.HTTPError as error:
         if error.code not in (404, 405, 501):  # anything but "no such API" is a failure
             raise

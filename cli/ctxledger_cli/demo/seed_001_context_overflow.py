@@ -12,8 +12,6 @@ from __future__ import annotations
 from typing import Any
 
 TRIM_CALL_IDS = ("call_grep_001", "call_alerts_001", "call_pods_001")
-#: The naive trim's run in the demo until the LangGraph orphan replaces it.
-ORPHAN_CALL_IDS = ("call_grep_orphan", "call_alerts_orphan", "call_pods_orphan")
 
 SERVICE = "order-api"
 SYSTEM = "你是 SRE 助手，负责定位故障根因。"

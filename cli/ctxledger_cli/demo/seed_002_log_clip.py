@@ -1,20 +1,11 @@
-"""Seed 002: a 500-line log clipped to head 40 + tail 20 with a visible marker. The model
-sees the marker and the error stack at the end: a declared, harmless cut."""
+"""Seed 002's data: a 500-line pay-service log whose error stack sits at the very end,
+and the clip the seed recommends (head 40 + tail 20 lines, a visible marker between).
+The log agent on the OpenAI Agents SDK (:mod:`ctxledger_cli.agents.openai_agents_log`)
+reads it; the demo runs that agent with the clip (``declared``)."""
 
 from __future__ import annotations
 
-import ctxledger
-from ctxledger_cli.demo.agent_loop import (
-    DEFAULT_MODEL,
-    Message,
-    assistant_calls,
-    send,
-    tool_call,
-    tool_message,
-)
-
 LOG_CALL_ID = "call_log_002"
-
 LOG_PATH = "/var/log/pay/pay-service.log"
 LOG_HEAD_LINES, LOG_TAIL_LINES = 40, 20
 _ERROR_STACK = (
@@ -44,43 +35,7 @@ def _log_line(i: int) -> str:
     )
 
 
-@ctxledger.tool
-def read_log(path: str) -> str:
-    """Seed 002's log tool: ~500 lines, the error stack at the very end."""
+def pay_service_log() -> str:
+    """Seed 002's log: 500 lines, the error stack at the very end."""
     lines = [_log_line(i) for i in range(500 - len(_ERROR_STACK))]
     return "\n".join([*lines, *_ERROR_STACK])
-
-
-def clip_head_tail(text: str, head: int = LOG_HEAD_LINES, tail: int = LOG_TAIL_LINES) -> str:
-    """Seed 002's clipper: head and tail kept, the middle replaced by a visible marker."""
-    lines = text.splitlines()
-    if len(lines) <= head + tail:
-        return text
-    omitted = len(lines) - head - tail
-    marker = (
-        f"…[已截断：共 {len(lines)} 行，省略中间 {omitted} 行；可用 offset/pattern 参数查看更多]…"
-    )
-    return "\n".join([*lines[:head], marker, *lines[-tail:]])
-
-
-def seed_002_log_clip(model: str = DEFAULT_MODEL) -> None:
-    """A declared head+tail clip: the model sees the marker and the error stack."""
-    with ctxledger.run("log-agent"):
-        messages: list[Message] = [
-            {"role": "system", "content": "你负责排查线上故障。只看到部分日志时要明确说明。"},
-            {"role": "user", "content": f"支付服务 03:12 为什么重启了？日志在 {LOG_PATH}。"},
-        ]
-        send(messages, model)  # step 1: the model asks for the log
-        messages.append(assistant_calls(tool_call(LOG_CALL_ID, "read_log", {"path": LOG_PATH})))
-        clipped = clip_head_tail(read_log(LOG_PATH, tool_call_id=LOG_CALL_ID))
-        ctxledger.measure(
-            "clipped",
-            clipped,
-            tool_call_id=LOG_CALL_ID,
-            tool_name="read_log",
-            order=25,
-            declared=True,
-            strategy="head_tail",
-        )
-        messages.append(tool_message(LOG_CALL_ID, clipped))
-        send(messages, model)  # step 2: head, marker and the stack reach the model
