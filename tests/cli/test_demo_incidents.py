@@ -75,6 +75,7 @@ def test_run_all_incidents_returns_the_expected_verdicts(ledger):
         "seed_002_log_clip": "declared",
         "seed_000_first_rows": "unmarked",
         "seed_001_emergency_trim": "declared",
+        "seed_001_naive_trim": "orphaned",
         "orphaned_call": "orphaned",
         "dropped_result": "dropped",
         "clean_journeys": "intact",
@@ -175,6 +176,16 @@ def test_seed_001_only_the_oldest_result_becomes_the_placeholder(ledger):
     assert len(trims) == 1 and "[call_grep_001]" in trims[0]  # one result, one request
     sent = [line for line in lines if "[call_grep_001] sent" in line]
     assert "marker=emergency_trim" in sent[-1] and "step 5" in sent[-1]
+
+
+def test_seed_001_naive_trim_leaves_the_oldest_call_without_its_result(ledger):
+    reports, _ = _run("seed_001_naive_trim", ledger)
+    orphan = _only(reports, seed_001_context_overflow.NAIVE_TRIM_CALL_IDS[0])
+    assert (orphan.verdict, orphan.tool_name, orphan.step) == ("orphaned", "grep_logs", 5)
+    assert any("without its result" in n or "without a result" in n for n in orphan.notes), (
+        orphan.notes
+    )
+    assert {r.tool_call_id for r in reports} == {orphan.tool_call_id}  # the others arrive
 
 
 def test_orphaned_call_keeps_a_result_without_its_call_and_drops_the_other(ledger):

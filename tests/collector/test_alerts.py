@@ -71,6 +71,7 @@ SEARCH_CALL = expected_call("seed_004_silent_loss", "silent")
 DROP_CALL = expected_call("dropped_result", "dropped")
 ORPHAN_CALL = expected_call("orphaned_call", "orphaned")
 TRIMMED_CALL = expected_call("orphaned_call", "dropped")
+NAIVE_TRIM_CALL = expected_call("seed_001_naive_trim", "orphaned")
 
 Group = tuple[str, str | None, str | None]
 KB: Group = (RULE, "kb-agent", "search_knowledge")
@@ -82,6 +83,8 @@ GROUPS: dict[Group, tuple[str, str, int]] = {
     # LangGraph's trim_messages(strategy="last"): a result without its call, one gone.
     (RULE, "langgraph-trim-agent", "get_customer"): ("orphaned", ORPHAN_CALL, 1),
     (RULE, "langgraph-trim-agent", "search_orders"): ("dropped", TRIMMED_CALL, 1),
+    # Seed 001's naive trim: the log call kept, its result deleted.
+    (RULE, "sre-agent", "grep_logs"): ("orphaned", NAIVE_TRIM_CALL, 1),
 }
 
 T = TypeVar("T")

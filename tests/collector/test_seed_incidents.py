@@ -22,6 +22,7 @@ PINNED = {
     "seed_002_log_clip": "declared",
     "seed_000_first_rows": "unmarked",
     "seed_001_emergency_trim": "declared",
+    "seed_001_naive_trim": "orphaned",
     "orphaned_call": "orphaned",
     "dropped_result": "dropped",
     "clean_journeys": "intact",
@@ -125,6 +126,17 @@ def test_declared_unmarked_dropped_and_orphaned_details(incidents_sent: httpx.Cl
     assert not any(s["marker"] for s in orders["stages"])  # ...but invisible to the model
     (trim,) = journeys("seed_001_emergency_trim", "declared")
     assert "emergency_trim" in trim["stages"][-1]["markers_found"]
+    # Seed 001's naive trim: the oldest result deleted, its call kept (a call without its
+    # result), which the provider refuses.
+    (naive,) = journeys("seed_001_naive_trim", "orphaned")
+    assert naive["agent_name"] == "sre-agent" and naive["tool_name"] == "grep_logs"
+    naive_run = http.get(naive["links"]["run"]).json()
+    assert [
+        request["manifest"]["calls_without_result"]
+        for step in naive_run["steps"]
+        for request in step["requests"]
+        if request["request_id"] == naive["request_id"]
+    ] == [[naive["tool_call_id"]]]
     (dropped,) = journeys("dropped_result", "dropped")
     assert any("missing from request" in note for note in dropped["notes"])
     # LangGraph's trim_messages(strategy="last"): one request, a result without its call

@@ -34,13 +34,13 @@ def _text(app: AppTest) -> str:
 def test_incidents_page_points_at_the_tool_and_stage_that_lose(api_env: str) -> None:
     app = _page("app_pages/incidents.py")
     metrics = {m.label: m.value for m in app.metric}
-    assert metrics["Journeys"] == "21"  # every journey of the seven incidents
+    assert metrics["Journeys"] == "30"  # every journey of the eight incidents
     # 2 silent journeys (one search result cut at step 2, re-sent cut at step 3), 2 dropped
-    # (the ticket export, the orders LangGraph trimmed away) and 1 orphaned (the customer
-    # result LangGraph kept without its call): four lost results; the 30 search records
-    # count once.
-    assert metrics["Lost results"] == "4"
-    assert [m.delta for m in app.metric if m.label == "Lost results"] == ["in 5 losing journeys"]
+    # (the ticket export, the orders LangGraph trimmed away) and 2 orphaned (the customer
+    # result LangGraph kept without its call, the log call seed 001's naive trim left
+    # without its result): five lost results; the 30 search records count once.
+    assert metrics["Lost results"] == "5"
+    assert [m.delta for m in app.metric if m.label == "Lost results"] == ["in 6 losing journeys"]
     lost_items = int(metrics["Lost items"].replace(",", ""))
     tools = {r["name"]: r for r in httpx.get(f"{api_env}/api/v1/stats/breakdown").json()["rows"]}
     assert lost_items == sum(r["result_lost_items"] for r in tools.values())
@@ -59,13 +59,14 @@ def test_incidents_runs_default_to_every_losing_verdict_counted_in_runs(api_env:
     chips = app.segmented_control[0]
     assert chips.value == "losing"
     labels = list(chips.options)  # as shown
-    assert labels[0] == "any losing verdict · 3 runs"  # kb, ticket export, LangGraph trim
-    assert labels[-1] == "any verdict · 7 runs"
+    # kb, ticket export, LangGraph trim, seed 001's naive trim
+    assert labels[0] == "any losing verdict · 4 runs"
+    assert labels[-1] == "any verdict · 8 runs"
     assert all(label.endswith(("run", "runs")) for label in labels)
     runs = app.dataframe[0].value
-    assert len(runs) == 3
+    assert len(runs) == 4
     assert set(runs["worst"]) == {"silent", "dropped", "orphaned"}
-    assert sorted(runs["lost results"]) == [1, 1, 2]  # LangGraph's trim lost two
+    assert sorted(runs["lost results"]) == [1, 1, 1, 2]  # LangGraph's trim lost two
 
 
 def test_incidents_filters_come_from_the_url(api_env: str) -> None:
@@ -91,22 +92,22 @@ def test_tool_page_names_the_layer_to_fix(api_env: str) -> None:
 
 def test_alerts_page_shows_groups_notifications_and_rules(api_env: str) -> None:
     # The default rules alert on silent, dropped and orphaned journeys, to the log: the
-    # demo's four losing (agent, tool) pairs are four firing groups, notified once each.
+    # demo's five losing (agent, tool) pairs are five firing groups, notified once each.
     app = _page("app_pages/alerts.py")
     metrics = {m.label: m.value for m in app.metric}
-    assert metrics["Firing groups"] == "4"
-    assert metrics["Notifications"] == "4"
+    assert metrics["Firing groups"] == "5"
+    assert metrics["Notifications"] == "5"
     groups, notifications, rules, sinks = (d.value for d in app.dataframe)
     assert list(sinks["type"]) == ["log"]
     assert set(groups["state"]) == {"firing"}
     assert set(groups["tool"]) == {
-        "search_knowledge", "export_tickets", "search_orders", "get_customer"
+        "search_knowledge", "export_tickets", "search_orders", "get_customer", "grep_logs"
     }  # fmt: skip
     assert set(notifications["sink"]) == {"log (log)"}
     assert notifications["worst example"].str.startswith("/run?trace_id=").all()
     assert list(rules["rule"]) == ["lost-silently"]
     text = _text(app)
-    assert "4 alert groups firing" in text
+    assert "5 alert groups firing" in text
     assert "Worst examples" in text and "&tool_call_id=call_" in text  # links to journeys
     assert "ctxledger_journeys_total" in text  # the Prometheus pointer
 
@@ -142,7 +143,7 @@ def test_incidents_runs_table_pages_by_cursor(api_env: str, monkeypatch) -> None
         button("older →").click().run()
         assert not app.exception, [e.value for e in app.exception]
         pages.append(shown())
-    assert [len(page) for page in pages] == [3, 3, 1]  # the seven demo runs
-    assert len({run for page in pages for run in page}) == 7
+    assert [len(page) for page in pages] == [3, 3, 2]  # the eight demo runs
+    assert len({run for page in pages for run in page}) == 8
     button("← newer").click().run()
     assert shown() == pages[1]

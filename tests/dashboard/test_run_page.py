@@ -62,13 +62,13 @@ def test_run_page_highlights_orphaned_results_in_the_manifest(api_env: str) -> N
 def test_run_page_without_a_run_lists_recent_runs_with_their_verdicts(api_env: str) -> None:
     app = _run_page()
     runs = app.dataframe[0].value
-    assert len(runs) == 7  # one run per demo incident
+    assert len(runs) == 8  # one run per demo incident
     assert runs["run"].str.startswith("/run?trace_id=").all()
     kb = runs[runs["agent"] == "kb-agent"].iloc[0]
     assert (kb["worst"], kb["lost results"]) == ("silent", 1)
     assert "silent 2" in kb["verdicts (journeys)"]
     picker = app.selectbox[0]
-    assert len(picker.options) == 7
+    assert len(picker.options) == 8
     assert any("kb-agent" in option for option in picker.options)
 
 

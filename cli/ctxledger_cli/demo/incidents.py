@@ -3,10 +3,10 @@ must give each of its tool calls. :func:`run_all_incidents` runs them all, each 
 own trace.
 
 Every incident is a real agent loop against a provider stand-in started for it: seeds
-004, 000 and 001 and ``dropped_result`` on the ``anthropic`` and ``openai`` clients
-(:mod:`.real_agents`); ``orphaned_call``, ``seed_002_log_clip`` and ``clean_journeys`` on
-LangGraph, the OpenAI Agents SDK and MCP (:mod:`.framework_agents`), skipped when their
-framework is not installed.
+004, 000 and 001 (its emergency trim and its naive trim) and ``dropped_result`` on the
+``anthropic`` and ``openai`` clients (:mod:`.real_agents`); ``orphaned_call``,
+``seed_002_log_clip`` and ``clean_journeys`` on LangGraph, the OpenAI Agents SDK and MCP
+(:mod:`.framework_agents`), skipped when their framework is not installed.
 """
 
 from __future__ import annotations
@@ -31,9 +31,10 @@ from ctxledger_cli.demo.real_agents import (
     run_seed_004,
     seed_000_first_rows,
     seed_001_emergency_trim,
+    seed_001_naive_trim,
 )
 from ctxledger_cli.demo.seed_000_first_rows import ORDERS_CALL_ID
-from ctxledger_cli.demo.seed_001_context_overflow import TRIM_CALL_IDS
+from ctxledger_cli.demo.seed_001_context_overflow import NAIVE_TRIM_CALL_IDS, TRIM_CALL_IDS
 from ctxledger_cli.demo.seed_002_log_clip import LOG_CALL_ID
 from ctxledger_cli.demo.seed_004_silent_loss import LOOKUP_CALL_ID, SEARCH_CALL_ID
 
@@ -48,6 +49,10 @@ EXPECTED_VERDICTS: dict[str, dict[str, str]] = {
     "seed_001_emergency_trim": {
         TRIM_CALL_IDS[0]: "declared",
         **dict.fromkeys(TRIM_CALL_IDS[1:], "intact"),
+    },
+    "seed_001_naive_trim": {
+        NAIVE_TRIM_CALL_IDS[0]: "orphaned",
+        **dict.fromkeys(NAIVE_TRIM_CALL_IDS[1:], "intact"),
     },
     "orphaned_call": {ORPHAN_ORDERS_CALL_ID: "dropped", ORPHAN_CUSTOMER_CALL_ID: "orphaned"},
     "dropped_result": {DROP_CALL_IDS[0]: "dropped", **dict.fromkeys(DROP_CALL_IDS[1:], "intact")},
@@ -66,6 +71,7 @@ INCIDENTS: dict[str, Callable[..., None]] = {
     "seed_002_log_clip": seed_002_log_clip,
     "seed_000_first_rows": seed_000_first_rows,
     "seed_001_emergency_trim": seed_001_emergency_trim,
+    "seed_001_naive_trim": seed_001_naive_trim,
     "orphaned_call": orphaned_call,
     "dropped_result": dropped_result,
     "clean_journeys": clean_journeys,

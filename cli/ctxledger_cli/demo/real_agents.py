@@ -10,7 +10,9 @@ frameworks are :mod:`.framework_agents`.
   of 200 rows, declared to the SDK but with no marker for the model.
 * seed 001: the SRE agent against a stand-in whose window the fourth request outgrows;
   the provider refuses it, the emergency trim turns the oldest result into its
-  placeholder and the retry is answered (``remedy``: declared).
+  placeholder and the retry is answered (``remedy``: declared); or the naive trim
+  deletes that result and keeps its call, and the provider refuses the retry with its
+  pairing 400 (``failure``: orphaned).
 * dropped result: the ticket agent whose pair-safe context manager drops the oversized
   export with its call, telling nobody (``failure``: dropped).
 """
@@ -19,7 +21,11 @@ from __future__ import annotations
 
 from ctxledger_cli.demo import seed_000_first_rows as seed_000
 from ctxledger_cli.demo.dropped_result import DROP_CALL_IDS
-from ctxledger_cli.demo.seed_001_context_overflow import SRE_CONTEXT_WINDOW, TRIM_CALL_IDS
+from ctxledger_cli.demo.seed_001_context_overflow import (
+    NAIVE_TRIM_CALL_IDS,
+    SRE_CONTEXT_WINDOW,
+    TRIM_CALL_IDS,
+)
 from ctxledger_cli.demo.seed_004_silent_loss import LOOKUP_CALL_ID, SEARCH_CALL_ID
 from ctxledger_cli.provider import ProviderStandIn
 
@@ -64,6 +70,16 @@ def seed_001_emergency_trim(model: str | None = None) -> None:
     script = openai_sre.script(TRIM_CALL_IDS)
     with ProviderStandIn(script=script, context_window=SRE_CONTEXT_WINDOW) as stand_in:
         openai_sre.run_sre_agent(stand_in.url, "remedy", model or openai_sre.MODEL)
+
+
+def seed_001_naive_trim(model: str | None = None) -> None:
+    """Seed 001's warning: the same overflow, trimmed by deleting the oldest result; its
+    call is left without a result (orphaned) and the provider refuses every retry."""
+    from ctxledger_cli.agents import openai_sre
+
+    script = openai_sre.script(NAIVE_TRIM_CALL_IDS)
+    with ProviderStandIn(script=script, context_window=SRE_CONTEXT_WINDOW) as stand_in:
+        openai_sre.run_sre_agent(stand_in.url, "failure", model or openai_sre.MODEL)
 
 
 def dropped_result(model: str | None = None) -> None:

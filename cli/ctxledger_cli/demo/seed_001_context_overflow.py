@@ -12,6 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 TRIM_CALL_IDS = ("call_grep_001", "call_alerts_001", "call_pods_001")
+#: The same run with the naive trim (deletes the oldest result, keeps its call).
+NAIVE_TRIM_CALL_IDS = ("call_grep_naive", "call_alerts_naive", "call_pods_naive")
 
 SERVICE = "order-api"
 SYSTEM = "你是 SRE 助手，负责定位故障根因。"
