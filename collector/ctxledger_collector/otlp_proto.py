@@ -23,6 +23,9 @@ from ctxledger_collector.otlp_spans import (
 )
 from ctxledger_collector.rejection_codes import Rejection
 
+#: The value kinds read as they are, with no limit to check.
+_SCALARS = frozenset({"int_value", "bool_value", "double_value"})
+
 
 def _proto_string(text: str, limits: DecodeLimits) -> str:
     check_length(len(text), limits.max_value_chars, "string value")
@@ -74,9 +77,12 @@ def _proto_attributes(
         if len(key) > longest:
             _proto_string(key, limits)
         value = kv.value
-        if value.WhichOneof("value") == "string_value":  # most values: no call for those
+        kind = value.WhichOneof("value")
+        if kind == "string_value":  # most values, then numbers and flags: no call for those
             text = value.string_value
             attributes[key] = text if len(text) <= longest else _proto_string(text, limits)
+        elif kind in _SCALARS:
+            attributes[key] = getattr(value, kind)
         else:
             attributes[key] = _proto_value(value, limits, level)
     return attributes
