@@ -43,9 +43,11 @@ from ctxledger_cli.agents.common import (
     Mode,
     example_main,
     new_call_id,
-    shared_ssl_context,
 )
 from ctxledger_cli.agents.common import run_with_provider as _run_with_provider
+from ctxledger_cli.agents.openai_chat import (
+    instrumented_http_client,
+)
 from ctxledger_cli.provider import Step, ToolCall
 
 MODEL = "gpt-4o"
@@ -98,9 +100,7 @@ def build_graph(provider_url: str, mode: Mode, model: str) -> Any:
         base_url=f"{provider_url}/v1",
         api_key="stand-in",  # type: ignore[arg-type]
         max_retries=0,
-        http_client=openai.DefaultHttpxClient(
-            event_hooks=ctxledger.httpx_event_hooks(), verify=shared_ssl_context()
-        ),
+        http_client=instrumented_http_client(),
     )
     with_tools = llm.bind_tools(TOOLS)
 

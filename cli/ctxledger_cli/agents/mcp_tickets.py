@@ -17,13 +17,11 @@ Instrumentation: :func:`ctxledger.integrations.mcp.instrument_session` (``origin
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import sys
 from collections.abc import Sequence
 from typing import Any
 
-import openai
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
@@ -35,9 +33,13 @@ from ctxledger_cli.agents.common import (
     Mode,
     example_main,
     new_call_id,
-    shared_ssl_context,
 )
 from ctxledger_cli.agents.common import run_with_provider as _run_with_provider
+from ctxledger_cli.agents.openai_chat import (
+    assistant_turn,
+    instrumented_async_client,
+    requested_calls,
+)
 from ctxledger_cli.provider import Step, ToolCall
 
 MODEL = "gpt-4o"
@@ -67,14 +69,7 @@ def server_parameters() -> StdioServerParameters:
 
 
 async def agent_loop(provider_url: str, mode: Mode, model: str) -> AgentRun:
-    llm = openai.AsyncOpenAI(
-        base_url=f"{provider_url}/v1",
-        api_key="stand-in",
-        max_retries=0,
-        http_client=openai.DefaultAsyncHttpxClient(
-            event_hooks=ctxledger.httpx_event_hooks(is_async=True), verify=shared_ssl_context()
-        ),
-    )
+    llm = instrumented_async_client(provider_url)
     call_ids: list[str] = []
     async with (
         llm,
@@ -97,22 +92,18 @@ async def agent_loop(provider_url: str, mode: Mode, model: str) -> AgentRun:
                 tools=tools,
             )
             message = completion.choices[0].message
-            messages.append(
-                message.model_dump(exclude_none=True, include={"role", "content", "tool_calls"})
-            )
+            messages.append(assistant_turn(message))
             if not message.tool_calls:
                 return AgentRun(message.content or "", tuple(call_ids), step)
-            for call in message.tool_calls:
-                function = call.function  # type: ignore[union-attr]
-                arguments = json.loads(function.arguments or "{}")
+            for call_id, name, arguments in requested_calls(message):
                 result = await session.call_tool(
-                    function.name,
+                    name,
                     arguments,
-                    tool_call_id=call.id,  # type: ignore[call-arg]
+                    tool_call_id=call_id,  # type: ignore[call-arg]
                 )
                 content = limit_output(result_text(result), mode)
-                messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
-                call_ids.append(call.id)
+                messages.append({"role": "tool", "tool_call_id": call_id, "content": content})
+                call_ids.append(call_id)
     return AgentRun("(no answer)", tuple(call_ids), MAX_STEPS)
 
 

@@ -12,11 +12,8 @@ SDK). Instrumentation is the documented few lines: ``configure`` (in :mod:`.comm
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from typing import Any
-
-import openai
 
 import ctxledger
 from ctxledger.remedies import clip_rows
@@ -25,9 +22,13 @@ from ctxledger_cli.agents.common import (
     Mode,
     example_main,
     new_call_id,
-    shared_ssl_context,
 )
 from ctxledger_cli.agents.common import run_with_provider as _run_with_provider
+from ctxledger_cli.agents.openai_chat import (
+    assistant_turn,
+    instrumented_client,
+    requested_calls,
+)
 from ctxledger_cli.demo.seed_000_first_rows import order_records
 from ctxledger_cli.provider import Step, ToolCall
 
@@ -93,14 +94,7 @@ def run_orders_agent(
     """One run of the agent against the provider at ``provider_url`` (no ``/v1``).
     ``order_tool`` replaces the tool and its serializer (``ctxledger demo`` plugs in
     seed 000's head-rows serializer there)."""
-    client = openai.OpenAI(
-        base_url=f"{provider_url}/v1",
-        api_key="stand-in",
-        max_retries=0,
-        http_client=openai.DefaultHttpxClient(
-            event_hooks=ctxledger.httpx_event_hooks(), verify=shared_ssl_context()
-        ),
-    )
+    client = instrumented_client(provider_url)
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": SYSTEM},
         {"role": "user", "content": QUESTION},
@@ -116,17 +110,14 @@ def run_orders_agent(
                     tools=TOOLS,  # type: ignore[arg-type]
                 )
                 message = completion.choices[0].message
-                messages.append(
-                    message.model_dump(exclude_none=True, include={"role", "content", "tool_calls"})
-                )
+                messages.append(assistant_turn(message))
                 if not message.tool_calls:
                     return AgentRun(message.content or "", tuple(call_ids), step)
-                for call in message.tool_calls:
-                    arguments = json.loads(call.function.arguments or "{}")  # type: ignore[union-attr]
-                    text = order_tool(int(arguments.get("days", 30)), call.id)
-                    content = reduce_result(text, call.id, mode)
-                    messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
-                    call_ids.append(call.id)
+                for call_id, _, arguments in requested_calls(message):
+                    text = order_tool(int(arguments.get("days", 30)), call_id)
+                    content = reduce_result(text, call_id, mode)
+                    messages.append({"role": "tool", "tool_call_id": call_id, "content": content})
+                    call_ids.append(call_id)
     finally:
         client.close()
     return AgentRun("(no answer)", tuple(call_ids), MAX_STEPS)

@@ -31,7 +31,11 @@ from ctxledger_cli.agents.common import (
     Mode,
     example_main,
     new_call_id,
-    shared_ssl_context,
+)
+from ctxledger_cli.agents.openai_chat import (
+    assistant_turn,
+    instrumented_client,
+    requested_calls,
 )
 from ctxledger_cli.demo import seed_001_context_overflow as seed_001
 from ctxledger_cli.provider import ProviderStandIn, Step, ToolCall
@@ -130,14 +134,7 @@ def run_sre_agent(
     provider_url: str, mode: Mode = "plain", model: str = MODEL, agent_name: str = AGENT_NAME
 ) -> AgentRun:
     """One run of the agent against the provider at ``provider_url`` (no ``/v1``)."""
-    client = openai.OpenAI(
-        base_url=f"{provider_url}/v1",
-        api_key="stand-in",
-        max_retries=0,
-        http_client=openai.DefaultHttpxClient(
-            event_hooks=ctxledger.httpx_event_hooks(), verify=shared_ssl_context()
-        ),
-    )
+    client = instrumented_client(provider_url)
     messages: list[Message] = [
         {"role": "system", "content": seed_001.SYSTEM},
         {"role": "user", "content": seed_001.QUESTION},
@@ -165,16 +162,13 @@ def run_sre_agent(
                 except openai.BadRequestError as error:
                     return AgentRun(f"refused: {refusal(error)}", tuple(call_ids), len(sent))
                 message = completion.choices[0].message
-                messages.append(
-                    message.model_dump(exclude_none=True, include={"role", "content", "tool_calls"})
-                )
+                messages.append(assistant_turn(message))
                 if not message.tool_calls:
                     return AgentRun(message.content or "", tuple(call_ids), len(sent))
-                for call in message.tool_calls:
-                    arguments = json.loads(call.function.arguments or "{}")  # type: ignore[union-attr]
-                    content = run_tool(call.function.name, arguments, call.id)  # type: ignore[union-attr]
-                    messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
-                    call_ids.append(call.id)
+                for call_id, name, arguments in requested_calls(message):
+                    content = run_tool(name, arguments, call_id)
+                    messages.append({"role": "tool", "tool_call_id": call_id, "content": content})
+                    call_ids.append(call_id)
     finally:
         client.close()
     return AgentRun("(no answer)", tuple(call_ids), len(sent))

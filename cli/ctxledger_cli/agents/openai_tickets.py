@@ -17,11 +17,14 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-import openai
-
 import ctxledger
 from ctxledger.remedies import clip_rows
-from ctxledger_cli.agents.common import AgentRun, Mode, new_call_id, shared_ssl_context
+from ctxledger_cli.agents.common import AgentRun, Mode, new_call_id
+from ctxledger_cli.agents.openai_chat import (
+    assistant_turn,
+    instrumented_client,
+    requested_calls,
+)
 from ctxledger_cli.demo import dropped_result as tickets
 from ctxledger_cli.provider import Step, ToolCall
 
@@ -87,14 +90,7 @@ def context_for(messages: list[Message], mode: Mode) -> list[Message]:
 
 def run_ticket_agent(provider_url: str, mode: Mode = "failure", model: str = MODEL) -> AgentRun:
     """One run of the agent against the provider at ``provider_url`` (no ``/v1``)."""
-    client = openai.OpenAI(
-        base_url=f"{provider_url}/v1",
-        api_key="stand-in",
-        max_retries=0,
-        http_client=openai.DefaultHttpxClient(
-            event_hooks=ctxledger.httpx_event_hooks(), verify=shared_ssl_context()
-        ),
-    )
+    client = instrumented_client(provider_url)
     messages: list[Message] = [
         {"role": "system", "content": tickets.SYSTEM},
         {"role": "user", "content": tickets.QUESTION},
@@ -111,17 +107,13 @@ def run_ticket_agent(provider_url: str, mode: Mode = "failure", model: str = MOD
                     tools=TOOLS,  # type: ignore[arg-type]
                 )
                 message = completion.choices[0].message
-                messages.append(
-                    message.model_dump(exclude_none=True, include={"role", "content", "tool_calls"})
-                )
+                messages.append(assistant_turn(message))
                 if not message.tool_calls:
                     return AgentRun(message.content or "", tuple(call_ids), step)
-                for call in message.tool_calls:
-                    arguments = json.loads(call.function.arguments or "{}")  # type: ignore[union-attr]
-                    name = call.function.name  # type: ignore[union-attr]
-                    content = run_tool(name, arguments, call.id, mode)
-                    messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
-                    call_ids.append(call.id)
+                for call_id, name, arguments in requested_calls(message):
+                    content = run_tool(name, arguments, call_id, mode)
+                    messages.append({"role": "tool", "tool_call_id": call_id, "content": content})
+                    call_ids.append(call_id)
     finally:
         client.close()
     return AgentRun("(no answer)", tuple(call_ids), MAX_STEPS)
