@@ -28,6 +28,7 @@ from ctxledger_collector.retention import prune, retention_cutoff
 from ctxledger_collector.routes import alerts as alert_routes
 from ctxledger_collector.routes import errors, health, ingest, queries, rejections, stats
 from ctxledger_collector.routes.access import READ_KEY_NEEDED
+from ctxledger_collector.routes.ingest_storage import replay_spooled
 from ctxledger_collector.settings import Settings
 from ctxledger_collector.spool_replay import SpoolReplayer
 from ctxledger_collector.state import AppState
@@ -124,7 +125,7 @@ def create_app(settings: Settings | None = None, exit_deadline_s: float | None =
         ingest_keys=settings.api_key_set(),
         read_keys=settings.read_key_set(),
     )
-    replayer = SpoolReplayer(spool, lambda export: ingest.replay_spooled(state, export), metrics)
+    replayer = SpoolReplayer(spool, lambda export: replay_spooled(state, export), metrics)
     state.replayer = replayer
     metrics.watch_spool(lambda: _spool_size(spool))
     worker = DeliveryWorker(

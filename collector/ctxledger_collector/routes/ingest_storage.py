@@ -1,0 +1,197 @@
+"""Storing an export (the ingest route's blocking half, run in a worker thread) and
+replaying a spooled one: decode chunk by chunk, store each in its transaction, list the
+rejections; on a storage outage, or while earlier exports wait in the spool, keep the
+export in the spool and answer once it is on disk there."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+
+from fastapi import Response
+from sqlalchemy.exc import StatementError
+
+from ctxledger_collector.database import is_storage_outage
+from ctxledger_collector.deadline import RequestClock, past_deadline
+from ctxledger_collector.ingest_spool import SpooledExport
+from ctxledger_collector.otlp_decode import (
+    DecodedBatch,
+    MalformedRequest,
+    Rejection,
+    TooManySpans,
+    decode_export_chunks,
+)
+from ctxledger_collector.rejection_log import reason_counts, record_rejections
+from ctxledger_collector.routes.otlp_answers import (
+    GRPC_INVALID_ARGUMENT,
+    GRPC_RESOURCE_EXHAUSTED,
+    GRPC_UNAVAILABLE,
+    RequestRejected,
+    error_answer,
+    gunzip,
+    success_answer,
+)
+from ctxledger_collector.rows import fit_to_columns
+from ctxledger_collector.spool_replay import Discarded, StorageUnavailable
+from ctxledger_collector.state import AppState
+
+logger = logging.getLogger("ctxledger.collector")
+
+
+def store_export(
+    state: AppState, body: bytes, gzipped: bool, media: str, clock: RequestClock
+) -> Response:
+    """Decompress, decode and store one export, a chunk at a time; the answer once every
+    chunk is committed. When the database cannot take it (or earlier exports still wait
+    in the spool, which keeps them in order) the export goes to the spool instead, and is
+    answered once it is on disk there. An outage halfway spools the whole export: its
+    replay stores the chunks already stored again, which changes nothing (upserts).
+    Past the request time limit the remaining chunks are rejected instead of stored
+    (:mod:`..deadline`)."""
+    received = body
+    if state.spool.has_backlog():
+        return _spool_export(state, received, gzipped, media)
+    if gzipped:
+        body = gunzip(body, state.settings.max_decompressed_bytes)
+    try:
+        stored = _decode_and_store(state, body, media, clock)
+    except MalformedRequest as error:
+        raise RequestRejected(400, str(error), GRPC_INVALID_ARGUMENT) from error
+    except TooManySpans as error:
+        raise RequestRejected(413, str(error), GRPC_RESOURCE_EXHAUSTED) from error
+    except StatementError as error:
+        if not is_storage_outage(error):
+            raise
+        logger.warning("ctxledger collector: storage unavailable: %s", error)
+        return _spool_export(state, received, gzipped, media, body)
+    return success_answer(media, stored)
+
+
+def _decode_and_store(
+    state: AppState, body: bytes, media: str, clock: RequestClock | None = None
+) -> DecodedBatch:
+    """Store a decompressed body chunk by chunk; what was rejected, with reasons.
+    Raises MalformedRequest, TooManySpans, and StatementError on an outage."""
+    stored = DecodedBatch()
+    settings = state.settings
+    chunks = decode_export_chunks(
+        body,
+        media,
+        settings.ingest_chunk_spans,
+        settings.store_message_content,
+        settings.decode_limits(),
+    )
+    for chunk in chunks:
+        if clock is None or clock.may_store():
+            done = _store(state, fit_to_columns(chunk))
+            if clock is not None:
+                clock.chunks_stored += 1
+        else:
+            done = past_deadline(chunk, settings.ingest_request_timeout_s)
+        _count_spans(state, done)
+        _log_rejections(state, done.rejected)
+        stored.rejected.extend(done.rejected)
+    return stored
+
+
+def _log_rejections(state: AppState, rejected: list[Rejection]) -> None:
+    """Count the rejections by reason and list them for ``GET /api/v1/rejections``.
+    An outage raises (the export is answered 503 and retried); any other failure to
+    list them is logged: the spans stay rejected and counted either way."""
+    for code, count in reason_counts(rejected).items():
+        state.metrics.rejected_spans.labels(code).inc(count)
+    try:
+        record_rejections(state.engine, rejected, state.settings.rejections_kept)
+    except StatementError as error:
+        if is_storage_outage(error):
+            raise
+        logger.warning(
+            "ctxledger collector: could not list %d rejections: %s", len(rejected), error
+        )
+
+
+def _spool_export(
+    state: AppState, received: bytes, gzipped: bool, media: str, body: bytes | None = None
+) -> Response:
+    """Keep an export the database cannot take now on local disk and answer 200, or 503
+    + Retry-After when there is no spool or no room in it. The export is decoded first,
+    so what would be refused (400) or rejected (partial success) is answered now."""
+    if body is None:
+        body = gunzip(received, state.settings.max_decompressed_bytes) if gzipped else received
+    checked = DecodedBatch()
+    spans = 0
+    try:
+        settings = state.settings
+        chunks = decode_export_chunks(
+            body, media, settings.ingest_chunk_spans, limits=settings.decode_limits()
+        )
+        for chunk in chunks:
+            checked.rejected.extend(fit_to_columns(chunk).rejected)
+            spans += len(chunk.measurements) + len(chunk.manifests)
+    except MalformedRequest as error:
+        raise RequestRejected(400, str(error), GRPC_INVALID_ARGUMENT) from error
+    except TooManySpans as error:
+        raise RequestRejected(413, str(error), GRPC_RESOURCE_EXHAUSTED) from error
+    outcome = state.spool.offer(SpooledExport(received, media, gzipped), spans)
+    state.metrics.spooled.labels(outcome).inc()
+    if outcome == "kept":
+        if state.replayer is not None:
+            state.replayer.wake()
+        return success_answer(media, checked)
+    why = {
+        "off": "",
+        "full": " and the spool is full",
+        "failed": " and the spool cannot be written",
+    }
+    return error_answer(
+        media,
+        503,
+        f"storage unavailable{why[outcome]}; the batch was not stored, retry",
+        GRPC_UNAVAILABLE,
+        **{"Retry-After": str(state.settings.retry_after_s)},
+    )
+
+
+def replay_spooled(state: AppState, export: SpooledExport) -> None:
+    """Store one spooled export (the replayer's work). Raises StorageUnavailable while
+    the database is still out, Discarded for a body that no longer decodes."""
+    try:
+        body = export.body
+        if export.gzipped:
+            body = gunzip(body, state.settings.max_decompressed_bytes)
+        stored = _decode_and_store(state, body, export.media)
+    except (MalformedRequest, TooManySpans, RequestRejected) as error:
+        raise Discarded(str(error)) from error
+    except StatementError as error:
+        if is_storage_outage(error):
+            raise StorageUnavailable(str(error)) from error
+        raise
+    if stored.rejected:
+        logger.warning(
+            "ctxledger collector: a spooled export was stored with %d spans rejected: %s",
+            len(stored.rejected),
+            stored.error_message,
+        )
+
+
+def _count_spans(state: AppState, batch: DecodedBatch) -> None:
+    spans = state.metrics.spans
+    spans.labels("measurement").inc(len(batch.measurements))
+    spans.labels("manifest").inc(len(batch.manifests))
+    spans.labels("ignored").inc(batch.ignored)
+    spans.labels("rejected").inc(len(batch.rejected))
+
+
+def _store(state: AppState, batch: DecodedBatch) -> DecodedBatch:
+    """Store the batch in one transaction; if the database refuses part of it, store it
+    span by span so that only the spans it refuses are rejected, with its reason."""
+    try:
+        outcome = state.store.ingest(batch)
+    except StatementError as error:
+        if is_storage_outage(error):
+            raise
+        logger.warning("ctxledger collector: batch refused (%s); isolating", error)
+        return replace(batch, rejected=[*batch.rejected, *state.store.ingest_each(batch)])
+    state.readiness.note_commit()
+    state.metrics.count_changes(outcome.changes)
+    return batch
