@@ -34,7 +34,7 @@ import signal
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from benchkit import floor, verify, workload
@@ -46,7 +46,13 @@ from benchkit.databases import (
     pg_admin_url_from_env,
 )
 from benchkit.exporting import batches_of, feed, quiet_exporter_logs
-from benchkit.ingest_report import Point, print_end_to_end, print_growth, print_ratios
+from benchkit.ingest_report import (
+    Point,
+    print_end_to_end,
+    print_growth,
+    print_growth_pairs,
+    print_ratios,
+)
 from benchkit.plot import plot_growth
 from benchkit.process_memory import RssSampler
 from benchkit.storage_size import stored_bytes
@@ -111,6 +117,50 @@ def measure_floor(
         return floor.postgres_floor(bodies, libpq_url)
 
 
+def growth_lengths(
+    loads: Sequence[workload.Workload],
+) -> tuple[workload.Workload, workload.Workload] | None:
+    """The loads nearest the goal's traces of 200 and of 10,000 spans; None with fewer
+    than two lengths."""
+    if len(loads) < 2:
+        return None
+    short = min(loads, key=lambda w: abs(w.spans_per_trace - 200))
+    long = min(loads, key=lambda w: abs(w.spans_per_trace - 10_000))
+    return None if short is long else (short, long)
+
+
+def measure_growth(
+    loads: Sequence[workload.Workload],
+    databases: Sequence[str],
+    args: argparse.Namespace,
+    point_of: Callable[[str, workload.Workload], Point],
+) -> dict[str, list[tuple[Point, Point]]]:
+    """``--growth-pairs`` pairs per database of (short traces, long traces), run one right
+    after the other: their ratio is the growth goal's, each pair seeing the same machine."""
+    chosen = growth_lengths(loads)
+    if chosen is None or args.growth_pairs < 1:
+        return {}
+    short, long = chosen
+    print(
+        f"\ngrowth pairs: traces of {long.spans_per_trace:,} right after traces of "
+        f"{short.spans_per_trace:,}, {args.growth_pairs} per database",
+        flush=True,
+    )
+    growth: dict[str, list[tuple[Point, Point]]] = {}
+    for _ in range(args.growth_pairs):
+        for database in databases:
+            if database == "postgresql" and 0 < args.pg_max_length < long.spans_per_trace:
+                continue
+            pair = (point_of(database, short), point_of(database, long))
+            growth.setdefault(database, []).append(pair)
+            print(
+                f"  {database:<10} {pair[0].spans_per_s:>7,.0f} then {pair[1].spans_per_s:>7,.0f} "
+                f"spans/s: ratio {pair[1].spans_per_s / pair[0].spans_per_s:.2f}",
+                flush=True,
+            )
+    return growth
+
+
 def _lengths(text: str) -> tuple[int, ...]:
     return tuple(int(part.replace("_", "")) for part in text.split(",") if part.strip())
 
@@ -161,6 +211,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="floor + end-to-end pairs at the first trace length (the median ratio is "
         "reported; --quick: 1)",
     )
+    parser.add_argument(
+        "--growth-pairs",
+        type=int,
+        default=3,
+        help="pairs of (traces of ~200, traces of ~10,000) run back to back per database "
+        "for the growth ratio; the median pair is reported (default 3; --quick: 0)",
+    )
     parser.add_argument("--seed", type=int, default=workload.SEED)
     parser.add_argument(
         "--plot",
@@ -180,6 +237,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args.spans = args.spans or (4_000 if args.quick else 20_000)
     if args.quick and "--pairs" not in (argv if argv is not None else sys.argv):
         args.pairs = 1
+    if args.quick and "--growth-pairs" not in (argv if argv is not None else sys.argv):
+        args.growth_pairs = 0
     args.lengths = args.lengths or (QUICK_LENGTHS if args.quick else DEFAULT_LENGTHS)
     if args.plot is None and not args.quick and not args.no_plot:
         args.plot = DEFAULT_PLOT
@@ -217,16 +276,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     points: list[Point] = []
     floors: dict[str, float] = {}
     lost = False
+    growth: dict[str, list[tuple[Point, Point]]] = {}
     try:
         bodies = floor.request_bodies(batches_of(loads[0].spans, args.batch))
+
+        def point_of(database: str, load: workload.Workload) -> Point:
+            nonlocal lost
+            point = run_point(
+                database,
+                load,
+                args.batch,
+                args.threads,
+                workdir,
+                args.pg_admin_url,
+                workers=args.pg_workers if database == "postgresql" else 1,
+                sqlite_synchronous=args.sqlite_synchronous,
+            )
+            lost |= not point.completeness.complete
+            return point
+
         for index, load in enumerate(loads):
-            for database in databases:
-                if database == "postgresql" and 0 < args.pg_max_length < load.spans_per_trace:
-                    continue
-                # The first length is measured in pairs, floor then end to end, so both
-                # see the same machine; the pair with the median ratio is reported.
-                pairs: list[tuple[float, Point]] = []
-                for _ in range(args.pairs if index == 0 else 1):
+            # The first length is measured in pairs, floor then end to end, so both see
+            # the same machine, the databases taking turns; the pair with the median
+            # ratio is reported.
+            pairs: dict[str, list[tuple[float, Point]]] = {d: [] for d in databases}
+            for _ in range(args.pairs if index == 0 else 1):
+                for database in databases:
+                    if database == "postgresql" and 0 < args.pg_max_length < load.spans_per_trace:
+                        continue
                     floor_s = (
                         measure_floor(
                             database, bodies, workdir, args.pg_admin_url, args.sqlite_synchronous
@@ -234,18 +311,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         if index == 0
                         else 0.0
                     )
-                    point = run_point(
-                        database,
-                        load,
-                        args.batch,
-                        args.threads,
-                        workdir,
-                        args.pg_admin_url,
-                        workers=args.pg_workers if database == "postgresql" else 1,
-                        sqlite_synchronous=args.sqlite_synchronous,
-                    )
-                    pairs.append((floor_s, point))
-                    lost |= not point.completeness.complete
+                    point = point_of(database, load)
+                    pairs[database].append((floor_s, point))
                     print(
                         f"  {database:<10} traces of {load.spans_per_trace:>6,}: "
                         f"{point.spans_per_s:>7,.0f} spans/s, peak RSS {mib(point.peak_rss_kib)}"
@@ -257,18 +324,23 @@ def main(argv: Sequence[str] | None = None) -> int:
                         ),
                         flush=True,
                     )
-                pairs.sort(key=lambda pair: pair[0] / pair[1].seconds)
-                floor_s, point = pairs[len(pairs) // 2]
+            for database, measured in pairs.items():
+                if not measured:
+                    continue
+                measured.sort(key=lambda pair: pair[0] / pair[1].seconds)
+                floor_s, point = measured[len(measured) // 2]
                 points.append(point)
                 if index == 0:
                     floors[database] = floor_s
+        growth = measure_growth(loads, databases, args, point_of)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     print()
     first = [p for p in points if p.trace_spans == loads[0].spans_per_trace]
     print_end_to_end(first, floors, len(loads[0].spans))
     print_growth(points, databases)
-    print_ratios(points, floors, len(loads[0].spans), databases)
+    print_growth_pairs(growth)
+    print_ratios(points, floors, len(loads[0].spans), databases, growth)
     if args.plot is not None:
         curves = {
             d: [(p.trace_spans, p.spans_per_s) for p in points if p.database == d]

@@ -3,6 +3,7 @@ the end-to-end-vs-floor table, the growth table and issue 10's ratios."""
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -103,6 +104,37 @@ def print_growth(points: Sequence[Point], databases: Sequence[str]) -> None:
     print_table(header, rows)
 
 
+def growth_ratios(pairs: Sequence[tuple[Point, Point]]) -> list[float]:
+    """long ÷ short spans/s of each (short, long) pair, in the order run."""
+    return [long.spans_per_s / short.spans_per_s for short, long in pairs]
+
+
+def median_of(values: Sequence[float]) -> float:
+    return statistics.median(values)
+
+
+def print_growth_pairs(growth: dict[str, list[tuple[Point, Point]]]) -> None:
+    if not growth:
+        return
+    print("## Growth pairs: long traces right after short ones\n")
+    rows = []
+    for database, pairs in growth.items():
+        short, long = pairs[0]
+        ratios = growth_ratios(pairs)
+        rows.append(
+            (
+                database,
+                f"{long.trace_spans:,} ÷ {short.trace_spans:,}",
+                ", ".join(
+                    f"{b.spans_per_s:,.0f} ÷ {a.spans_per_s:,.0f} = {r:.2f}"
+                    for (a, b), r in zip(pairs, ratios, strict=True)
+                ),
+                f"{median_of(ratios):.2f}",
+            )
+        )
+    print_table(("database", "spans per trace", "pairs (spans/s)", "median ratio"), rows)
+
+
 def _nearest(points: Sequence[Point], database: str, length: int) -> Point | None:
     mine = [p for p in points if p.database == database]
     if not mine:
@@ -111,13 +143,28 @@ def _nearest(points: Sequence[Point], database: str, length: int) -> Point | Non
 
 
 def print_ratios(
-    points: Sequence[Point], floors: dict[str, float], spans: int, databases: Sequence[str]
+    points: Sequence[Point],
+    floors: dict[str, float],
+    spans: int,
+    databases: Sequence[str],
+    growth: dict[str, list[tuple[Point, Point]]] | None = None,
 ) -> None:
     print("## Ratios (issue 10's goals)\n")
     rows = []
     for database in databases:
         short, long = _nearest(points, database, 200), _nearest(points, database, 10_000)
-        if short and long and long.trace_spans != short.trace_spans:
+        pairs = (growth or {}).get(database)
+        if pairs:
+            short, long = pairs[0]
+            rows.append(
+                (
+                    f"spans/s, traces of {long.trace_spans:,} ÷ traces of {short.trace_spans:,}, "
+                    f"{database} (median of {len(pairs)} pairs)",
+                    f"{median_of(growth_ratios(pairs)):.2f}",
+                    "≥ 0.9",
+                )
+            )
+        elif short and long and long.trace_spans != short.trace_spans:
             rows.append(
                 (
                     f"spans/s, traces of {long.trace_spans:,} ÷ traces of {short.trace_spans:,}, "
