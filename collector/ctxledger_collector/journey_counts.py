@@ -30,6 +30,7 @@ from typing import Any
 from sqlalchemy import Connection
 
 from ctxledger_collector.rows import REPORT_COLUMNS
+from ctxledger_collector.statements import ARRAY_MARK
 from ctxledger_collector.tables import FIRST_LOST_CONDITION
 
 #: Bucket widths in seconds, finest first: a minute, an hour, a day.
@@ -143,7 +144,7 @@ def _add(
         types = [
             "int8" if c not in ("agent_name", "tool_name", "verdict") else "text" for c in columns
         ]
-        arrays = ", ".join(f"%s::{t}[]" for t in types)
+        arrays = ", ".join(f"{ARRAY_MARK}::{t}[]" for t in types)
         sql = (
             f"INSERT INTO {table} ({names}) SELECT {names} FROM unnest({arrays}) "
             f"WITH ORDINALITY AS d({names}, n) ORDER BY n {conflict}"

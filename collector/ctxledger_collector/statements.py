@@ -17,6 +17,9 @@ from sqlalchemy.exc import DBAPIError
 
 from ctxledger_collector.tables import COPY_KEY
 
+#: PostgreSQL's placeholder for a column array (psycopg's binary parameter).
+ARRAY_MARK = "%b"
+
 #: Keys per SQLite statement: far below its 32,766 variables.
 CHUNK = 500
 
@@ -52,6 +55,9 @@ class Statements:
         self.dialect = dialect
         self.postgres = dialect == "postgresql"
         self.mark = "%s" if self.postgres else "?"
+        #: A column array's placeholder: psycopg sends it in binary, each element as it
+        #: is, instead of writing an array literal and escaping every string in it.
+        self.array_mark = ARRAY_MARK
         #: How a query joins its keys to a table: SQLite keeps a CROSS JOIN's left side the
         #: outer loop, so it searches the index once per key instead of scanning the table.
         self.join_keys = "JOIN" if self.postgres else "CROSS JOIN"
@@ -60,7 +66,7 @@ class Statements:
         return ", ".join([self.mark] * count)
 
     def _unnest(self, table: Table, columns: Sequence[str], alias: str) -> str:
-        arrays = ", ".join(f"{self.mark}::{_array_type(table, c)}" for c in columns)
+        arrays = ", ".join(f"{self.array_mark}::{_array_type(table, c)}" for c in columns)
         return f"unnest({arrays}) AS {alias}({', '.join(columns)})"
 
     # --- writing --------------------------------------------------------------------------
@@ -227,7 +233,8 @@ class Statements:
             return []
         if self.postgres:
             arrays = ", ".join(
-                f"{self.mark}::{'text' if name in text_columns else 'int8'}[]" for name in names
+                f"{self.array_mark}::{'text' if name in text_columns else 'int8'}[]"
+                for name in names
             )
             sql = f"WITH v AS (SELECT * FROM unnest({arrays}) AS u({', '.join(names)})) {query}"
             return list(connection.exec_driver_sql(sql, tuple(_columns_of(keys, len(names)))))
