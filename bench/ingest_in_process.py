@@ -1,7 +1,8 @@
 """The collector's own cost per span, without HTTP and without a client on its cores:
 the same request bodies as ``bench/ingest.py``, decoded (``decode_export_request``) and
 stored and judged (``Store.ingest``) in this process on a fresh SQLite file, in pairs
-with the floor (``benchkit.floor``) measured right before each.
+with the floor (``benchkit.floor``) measured right before each. The garbage collector
+is set as the served app sets it (start-up frozen, ``SERVING_GC_THRESHOLDS``).
 
     .venv/bin/python bench/ingest_in_process.py [--spans 20000] [--trace-spans 200] [--pairs 3]
 
@@ -12,6 +13,7 @@ and the ratio; then the median pair. A benchmark: it prints numbers and asserts 
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 import tempfile
 import time
@@ -20,6 +22,7 @@ from pathlib import Path
 from benchkit import floor, workload
 from benchkit.exporting import batches_of
 from ctxledger.verdicts import Tolerances
+from ctxledger_collector.app import SERVING_GC_THRESHOLDS
 from ctxledger_collector.database import make_engine
 from ctxledger_collector.migrate import upgrade
 from ctxledger_collector.otlp_decode import PROTOBUF, decode_export_request
@@ -56,6 +59,11 @@ def main() -> int:
     args = parser.parse_args()
     load = workload.build(args.spans, args.trace_spans)
     bodies = floor.request_bodies(batches_of(load.spans, args.batch))
+    # As the served app runs: what exists now out of the cyclic collector's sight, its
+    # thresholds raised.
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*SERVING_GC_THRESHOLDS)
     spans = len(load.spans)
     print(f"{spans:,} spans, {load.traces} runs of {load.spans_per_trace}, batches of {args.batch}")
     ratios = []
