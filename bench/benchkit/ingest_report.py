@@ -155,10 +155,11 @@ def print_ratios(
         short, long = _nearest(points, database, 200), _nearest(points, database, 10_000)
         pairs = (growth or {}).get(database)
         if pairs:
-            short, long = pairs[0]
+            first_short, first_long = pairs[0]
             rows.append(
                 (
-                    f"spans/s, traces of {long.trace_spans:,} ÷ traces of {short.trace_spans:,}, "
+                    f"spans/s, traces of {first_long.trace_spans:,} ÷ traces of "
+                    f"{first_short.trace_spans:,}, "
                     f"{database} (median of {len(pairs)} pairs)",
                     f"{median_of(growth_ratios(pairs)):.2f}",
                     "≥ 0.9",

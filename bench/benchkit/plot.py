@@ -55,7 +55,8 @@ def plot_growth(
     axes.set_ylabel("spans/s stored and judged")
     axes.set_title(f"ctxledger ingest: throughput vs trace length\n{subtitle}", fontsize=10)
     axes.grid(True, which="both", alpha=0.3)
-    axes.legend(fontsize=8, loc="lower left")
+    # Below the axes: inside, it covers the labels of whichever curve runs low.
+    axes.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2, frameon=False)
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path)
