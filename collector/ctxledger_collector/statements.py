@@ -20,6 +20,13 @@ from ctxledger_collector.tables import COPY_KEY
 #: PostgreSQL's placeholder for a column array (psycopg's binary parameter).
 ARRAY_MARK = "%b"
 
+#: A run's service and agent names: a sighting that names them wins, one that does not
+#: keeps the stored ones.
+_RUN_NAMES_KEPT = (
+    "service_name = coalesce(excluded.service_name, runs.service_name), "
+    "agent_name = coalesce(excluded.agent_name, runs.agent_name)"
+)
+
 #: Keys per SQLite statement: far below its 32,766 variables.
 CHUNK = 500
 
@@ -159,14 +166,15 @@ class Statements:
 
     def upsert_runs(self, connection: Connection, runs: Sequence[Row]) -> list[Row]:
         """Runs (trace id, service, agent, first and last seen) as ``(id, trace_id)``."""
-        lowest, highest = ("least", "greatest") if self.postgres else ("min", "max")
+        if not runs:
+            return []
+        if self.postgres:
+            return self._upsert_runs_postgres(connection, runs)
         update = (
             "ON CONFLICT (trace_id) DO UPDATE SET "
-            f"first_seen = {lowest}(runs.first_seen, excluded.first_seen), "
-            f"last_seen = {highest}(runs.last_seen, excluded.last_seen), "
-            "service_name = coalesce(excluded.service_name, runs.service_name), "
-            "agent_name = coalesce(excluded.agent_name, runs.agent_name) "
-            "RETURNING id, trace_id"
+            "first_seen = min(runs.first_seen, excluded.first_seen), "
+            "last_seen = max(runs.last_seen, excluded.last_seen), "
+            f"{_RUN_NAMES_KEPT} RETURNING id, trace_id"
         )
         found: list[Row] = []
         for chunk in chunks(runs, 1000):
@@ -178,6 +186,36 @@ class Statements:
             params = tuple(value for run in chunk for value in run)
             found.extend(connection.exec_driver_sql(sql, params).fetchall())
         return found
+
+    def _upsert_runs_postgres(self, connection: Connection, runs: Sequence[Row]) -> list[Row]:
+        """Known runs are updated and only new ones inserted, in one statement: an
+        ``INSERT ... ON CONFLICT`` takes the next run id for every row it proposes, so a run
+        seen in a thousand batches would use up a thousand ids, and the partitions, ranges
+        of run ids made ahead of the runs, would fill with burnt ids instead of runs."""
+        arrays = ", ".join(
+            f"{self.array_mark}::{kind}[]" for kind in ("text", "text", "text", "float8", "float8")
+        )
+        sql = (
+            f"WITH v AS (SELECT * FROM unnest({arrays}) "
+            "AS u(trace_id, service_name, agent_name, first_seen, last_seen)), "
+            "known AS (UPDATE runs SET first_seen = least(runs.first_seen, v.first_seen), "
+            "last_seen = greatest(runs.last_seen, v.last_seen), "
+            "service_name = coalesce(v.service_name, runs.service_name), "
+            "agent_name = coalesce(v.agent_name, runs.agent_name) "
+            "FROM v WHERE runs.trace_id = v.trace_id RETURNING runs.id, runs.trace_id), "
+            "new AS (INSERT INTO runs (trace_id, service_name, agent_name, first_seen, last_seen) "
+            "SELECT * FROM v WHERE NOT EXISTS (SELECT 1 FROM runs r WHERE r.trace_id = v.trace_id) "
+            "ORDER BY v.trace_id "
+            # A run another transaction inserted after this statement's snapshot: ingest
+            # holds the trace's advisory lock, but the statement stays right without it.
+            "ON CONFLICT (trace_id) DO UPDATE SET "
+            "first_seen = least(runs.first_seen, excluded.first_seen), "
+            "last_seen = greatest(runs.last_seen, excluded.last_seen), "
+            f"{_RUN_NAMES_KEPT} RETURNING id, trace_id) "
+            "SELECT id, trace_id FROM known UNION ALL SELECT id, trace_id FROM new"
+        )
+        columns = tuple(_columns_of(runs, 5))
+        return list(connection.exec_driver_sql(sql, columns).fetchall())
 
     # --- reading --------------------------------------------------------------------------
 
