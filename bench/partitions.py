@@ -6,14 +6,17 @@ Run from the repository root::
 
     .venv/bin/python bench/partitions.py                  # 8 rounds of 3,000 spans
     .venv/bin/python bench/partitions.py --rounds 20 --spans 10000 --partition-runs 50
+    .venv/bin/python bench/partitions.py --row-by-row     # retention without emptying ranges whole
 
 One ``ctxledger serve`` on a fresh database (``CTXLEDGER_PARTITION_RUNS`` small, so a
 round spans several partitions; sweeps every second keep partitions ahead). Each round
 builds fresh SDK-shaped runs (``benchkit.workload``, a new seed per round), exports them
 with the stock ``OTLPSpanExporter``, times the reports list, the runs list and the
 timeline (median of 5 calls each), then prunes with a cutoff between the rounds, as
-``CTXLEDGER_RETENTION_DAYS`` would. Flat columns mean speed does not depend on how much
-history has rolled through. This is a benchmark: it prints numbers and asserts nothing.
+``CTXLEDGER_RETENTION_DAYS`` would, timing the prune and counting the partitions it
+emptied whole (``--row-by-row``: none, every run deleted row by row, for comparison).
+Flat columns mean speed does not depend on how much history has rolled through. This
+is a benchmark: it prints numbers and asserts nothing.
 """
 
 from __future__ import annotations
@@ -55,6 +58,11 @@ def main() -> int:
     parser.add_argument("--trace-spans", type=int, default=100)
     parser.add_argument("--partition-runs", type=int, default=20)
     parser.add_argument("--keep", type=int, default=2, help="rounds kept by retention")
+    parser.add_argument(
+        "--row-by-row",
+        action="store_true",
+        help="retention deletes every run row by row (no range emptied whole)",
+    )
     args = parser.parse_args()
     quiet_exporter_logs()
     rows = []
@@ -84,11 +92,18 @@ def main() -> int:
                 reports = median_ms(http, "/api/v1/reports", {"limit": 100})
                 runs = median_ms(http, "/api/v1/runs", {"limit": 50})
                 timeline = median_ms(http, "/api/v1/stats/timeline", {})
-                pruned = 0
-                dropped = 0
+                pruned = dropped = emptied = 0
+                prune_ms = 0.0
                 if round_number >= args.keep:
-                    outcome = prune(engine, starts[round_number - args.keep + 1])
+                    started = time.perf_counter()
+                    outcome = prune(
+                        engine,
+                        starts[round_number - args.keep + 1],
+                        whole_ranges=not args.row_by_row,
+                    )
+                    prune_ms = (time.perf_counter() - started) * 1000
                     pruned, dropped = outcome.runs, len(outcome.partitions_dropped)
+                    emptied = len(outcome.partitions_emptied) // 2
                 time.sleep(1.2)  # a sweep: partitions ahead of the next round
                 with engine.connect() as connection:
                     count = len(partitions(connection, "measurements"))
@@ -103,6 +118,8 @@ def main() -> int:
                         f"{runs:.1f}",
                         f"{timeline:.1f}",
                         str(pruned),
+                        f"{prune_ms:,.0f}",
+                        str(emptied),
                         str(dropped),
                         str(count),
                         str(overflow),
@@ -115,7 +132,9 @@ def main() -> int:
             left = connection.execute("SELECT count(*) FROM runs").fetchone()
     print(
         f"{args.rounds} rounds of ~{args.spans} spans, partitions of {args.partition_runs} "
-        f"runs, retention keeps {args.keep} rounds; runs left: {left[0] if left else '?'}"
+        f"runs, retention keeps {args.keep} rounds"
+        + (" (row by row)" if args.row_by_row else "")
+        + f"; runs left: {left[0] if left else '?'}"
     )
     print_table(
         [
@@ -125,6 +144,8 @@ def main() -> int:
             "runs ms",
             "timeline ms",
             "runs pruned",
+            "prune ms",
+            "ranges emptied whole",
             "partitions dropped",
             "partitions",
             "overflow rows",

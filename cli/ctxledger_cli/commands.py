@@ -145,12 +145,15 @@ def handle_db_prune(args: argparse.Namespace) -> int:
         outcome = prune(engine, time.time() - age_s, batch_runs=args.batch_runs)
     finally:
         engine.dispose()
+    emptied = f", emptied {len(outcome.partitions_emptied)} partitions whole" * bool(
+        outcome.partitions_emptied
+    )
     dropped = f", dropped {len(outcome.partitions_dropped)} empty partitions" * bool(
         outcome.partitions_dropped
     )
     print(
         f"removed {outcome.runs} runs and {outcome.reports} reports older than "
-        f"{args.older_than} in {outcome.batches} batches{dropped}"
+        f"{args.older_than} in {outcome.batches} batches{emptied}{dropped}"
     )
     return 0
 

@@ -198,19 +198,47 @@ def _first(value: str) -> str:
     return f"sum(CASE WHEN {FIRST_LOST_CONDITION} THEN {value} ELSE 0 END)"
 
 
+def _counted(source: str, grain: int, sign: int) -> str:
+    """The journey counters of the reports in ``source`` at one grain, times ``sign``,
+    as a SELECT of ``JOURNEY_KEY`` and ``JOURNEY_SUMS``."""
+    bucket = _bucket_sql("last_observed_at", grain)
+    sums = (
+        "count(*)",
+        "sum(lost_items)",
+        "sum(lost_tokens)",
+        _first("1"),
+        _first("lost_items"),
+        _first("lost_tokens"),
+    )
+    return (
+        f"SELECT {grain}, {bucket}, coalesce(agent_name, ''), coalesce(tool_name, ''), "
+        f"verdict, {', '.join(f'{sign} * {total}' for total in sums)} FROM {source} "
+        f"GROUP BY {bucket}, coalesce(agent_name, ''), coalesce(tool_name, ''), verdict"
+    )
+
+
+def uncount_reports(connection: Connection, source: str) -> None:
+    """Take every report of the table ``source`` (a partition of ``reports``) out of the
+    journey counters, in the database: what retention does before it empties the
+    partition. The runs' own counters go with their rows."""
+    columns = ", ".join((*JOURNEY_KEY, *JOURNEY_SUMS))
+    added = ", ".join(f"{s} = journey_counts.{s} + excluded.{s}" for s in JOURNEY_SUMS)
+    for grain in GRAINS:
+        connection.exec_driver_sql(
+            f"INSERT INTO journey_counts ({columns}) {_counted(source, grain, -1)} "
+            f"ON CONFLICT ({', '.join(JOURNEY_KEY)}) DO UPDATE SET {added}"
+        )
+
+
 def rebuild_counts(connection: Connection) -> None:
     """Recount every counter from the stored reports (what migration 0004 does once;
     for databases filled without the collector, and for checking the counters)."""
     connection.exec_driver_sql("DELETE FROM journey_counts")
     connection.exec_driver_sql("DELETE FROM run_journey_counts")
     for grain in GRAINS:
-        bucket = _bucket_sql("last_observed_at", grain)
         connection.exec_driver_sql(
             f"INSERT INTO journey_counts ({', '.join((*JOURNEY_KEY, *JOURNEY_SUMS))}) "
-            f"SELECT {grain}, {bucket}, coalesce(agent_name, ''), coalesce(tool_name, ''), "
-            f"verdict, count(*), sum(lost_items), sum(lost_tokens), {_first('1')}, "
-            f"{_first('lost_items')}, {_first('lost_tokens')} FROM reports "
-            f"GROUP BY {bucket}, coalesce(agent_name, ''), coalesce(tool_name, ''), verdict"
+            f"{_counted('reports', grain, 1)}"
         )
     connection.exec_driver_sql(
         "INSERT INTO run_journey_counts (run_id, agent_name, verdict, journeys, lost_results) "

@@ -74,7 +74,7 @@ def is_partitioned(connection: Connection) -> bool:
     return bool(kind == "p")
 
 
-def _highest_run_id(connection: Connection) -> int:
+def highest_run_id(connection: Connection) -> int:
     """The highest run id handed out (the sequence, which is ahead of any stored row)."""
     value = connection.exec_driver_sql(
         "SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END FROM runs_id_seq"
@@ -92,7 +92,7 @@ def ensure_ahead(engine: Engine, width: int, ahead: int = 2) -> list[str]:
         if not is_partitioned(connection):
             return created
         connection.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _MAINTENANCE_LOCK})
-        target = _highest_run_id(connection) + 1 + ahead * width
+        target = highest_run_id(connection) + 1 + ahead * width
         overflowed = max(
             connection.exec_driver_sql(
                 f"SELECT coalesce(max(run_id), 0) + 1 FROM {table}_overflow"
@@ -124,7 +124,7 @@ def drop_empty_partitions(engine: Engine) -> list[str]:
             return dropped
         connection.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _MAINTENANCE_LOCK})
         lowest = connection.exec_driver_sql("SELECT min(id) FROM runs").scalar()
-        floor = _highest_run_id(connection) + 1 if lowest is None else int(lowest)
+        floor = highest_run_id(connection) + 1 if lowest is None else int(lowest)
         for table in PARTITIONED:
             for partition in partitions(connection, table):
                 if partition.high <= floor:

@@ -135,7 +135,10 @@ def test_prune_removes_old_runs_and_keeps_new_ones(database_url: str) -> None:
                 timeout=120,
             )
             assert done.returncode == 0, done.stderr
-            assert "removed 7 runs" in done.stdout and "in 4 batches" in done.stdout
+            assert "removed 7 runs" in done.stdout
+            # SQLite: row by row, 2 runs a batch. PostgreSQL: the partitions holding only
+            # old runs are emptied whole first, the old runs beside new ones go row by row.
+            assert ("emptied" in done.stdout) if postgres else ("in 4 batches" in done.stdout)
             assert _stored_traces(engine) == new
             assert _orphans(engine) == 0
             assert 0 < _rows(engine, "reports") < reports_before
@@ -152,6 +155,49 @@ def test_prune_removes_old_runs_and_keeps_new_ones(database_url: str) -> None:
             assert {r["trace_id"] for r in listed["runs"]} == new
             again = _send_run(http, live.url, 0, "after")
             assert again in _stored_traces(engine)
+        finally:
+            engine.dispose()
+
+
+def test_postgres_empties_a_range_of_old_runs_whole(postgres_url: str) -> None:
+    """Runs numbered into three partitions: the middle one holds only old runs and is
+    emptied whole (its measurements and reports truncated, its runs and their rows of the
+    other tables deleted, the counters moved); the old runs beside new ones in the
+    partitions below and above go row by row."""
+    settings = _settings(postgres_url, sweep_interval_s=0.1)
+    with LiveCollector(settings) as live, httpx.Client(timeout=30) as http:
+        engine = make_engine(postgres_url)
+        try:
+            with engine.connect() as connection:
+                layout = partitions(connection, "measurements")
+            middle = next(p for p in layout if p.low is not None and p.low <= 4 < p.high)
+            low = middle.low
+            assert low is not None
+            # The middle range old; one old run below it (beside the new run 1), one above.
+            old_ids = {*range(low, middle.high), low - 1, middle.high}
+            sent = {}
+            for run_id in range(1, middle.high + 3):
+                age = 40.0 if run_id in old_ids else 0.1
+                sent[run_id] = _send_run(http, live.url, age, f"call{run_id}")
+            with engine.connect() as connection:
+                numbered = dict(connection.exec_driver_sql("SELECT id, trace_id FROM runs").all())
+            # One run id per run, in the order sent (the layout above relies on it).
+            assert numbered == sent
+            reports_before = _rows(engine, "reports")
+            twin = f"reports_r{low}"
+
+            outcome = prune(engine, time.time() - 30 * 86_400, batch_runs=10)
+
+            assert outcome.partitions_emptied == [middle.name, twin]
+            assert outcome.runs == len(old_ids)
+            assert outcome.batches >= 1  # the old runs beside new ones
+            assert _stored_traces(engine) == {t for i, t in sent.items() if i not in old_ids}
+            # Run 1 is new and below it: the emptied partitions stay, empty, for now.
+            assert _rows(engine, middle.name) == 0 and _rows(engine, twin) == 0
+            assert _orphans(engine) == 0
+            assert 0 < _rows(engine, "reports") < reports_before
+            assert outcome.reports == reports_before - _rows(engine, "reports")
+            assert_counters_match_reports(engine)
         finally:
             engine.dispose()
 
