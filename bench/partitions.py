@@ -14,9 +14,9 @@ builds fresh SDK-shaped runs (``benchkit.workload``, a new seed per round), expo
 with the stock ``OTLPSpanExporter``, times the reports list, the runs list and the
 timeline (median of 5 calls each), then prunes with a cutoff between the rounds, as
 ``CTXLEDGER_RETENTION_DAYS`` would, timing the prune and counting the partitions it
-emptied whole (``--row-by-row``: none, every run deleted row by row, for comparison).
-Flat columns mean speed does not depend on how much history has rolled through. This
-is a benchmark: it prints numbers and asserts nothing.
+emptied whole and the WAL it wrote (``--row-by-row``: none, every run deleted row by
+row, for comparison). Flat columns mean speed does not depend on how much history has
+rolled through. This is a benchmark: it prints numbers and asserts nothing.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from pathlib import Path
 
 import httpx
 import psycopg
+from sqlalchemy import Engine
 
 from benchkit import workload
 from benchkit.collector_process import collector
@@ -49,6 +50,21 @@ def median_ms(http: httpx.Client, path: str, params: dict[str, str | int]) -> fl
         answer.raise_for_status()
         times.append((time.perf_counter() - started) * 1000)
     return statistics.median(times)
+
+
+def wal_position(engine: Engine) -> str:
+    with engine.connect() as connection:
+        return str(connection.exec_driver_sql("SELECT pg_current_wal_lsn()").scalar_one())
+
+
+def wal_bytes_since(engine: Engine, position: str) -> int:
+    """WAL bytes the server wrote since ``position`` (all sessions)."""
+    with engine.connect() as connection:
+        return int(
+            connection.exec_driver_sql(
+                "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), %s::pg_lsn)", (position,)
+            ).scalar_one()
+        )
 
 
 def main() -> int:
@@ -92,9 +108,10 @@ def main() -> int:
                 reports = median_ms(http, "/api/v1/reports", {"limit": 100})
                 runs = median_ms(http, "/api/v1/runs", {"limit": 50})
                 timeline = median_ms(http, "/api/v1/stats/timeline", {})
-                pruned = dropped = emptied = 0
+                pruned = dropped = emptied = wal = 0
                 prune_ms = 0.0
                 if round_number >= args.keep:
+                    wal_before = wal_position(engine)
                     started = time.perf_counter()
                     outcome = prune(
                         engine,
@@ -102,6 +119,8 @@ def main() -> int:
                         whole_ranges=not args.row_by_row,
                     )
                     prune_ms = (time.perf_counter() - started) * 1000
+                    # Includes what the collector wrote meanwhile (its sweeps; no ingest).
+                    wal = wal_bytes_since(engine, wal_before)
                     pruned, dropped = outcome.runs, len(outcome.partitions_dropped)
                     emptied = len(outcome.partitions_emptied) // 2
                 time.sleep(1.2)  # a sweep: partitions ahead of the next round
@@ -119,6 +138,7 @@ def main() -> int:
                         f"{timeline:.1f}",
                         str(pruned),
                         f"{prune_ms:,.0f}",
+                        f"{wal / 1024:,.0f}",
                         str(emptied),
                         str(dropped),
                         str(count),
@@ -145,6 +165,7 @@ def main() -> int:
             "timeline ms",
             "runs pruned",
             "prune ms",
+            "prune WAL KiB",
             "ranges emptied whole",
             "partitions dropped",
             "partitions",
