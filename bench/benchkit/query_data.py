@@ -26,9 +26,10 @@ from typing import Any
 
 from ctxledger import semconv as sc
 from ctxledger.verdicts import Manifest, Measurement, Tolerances, judge_trace
-from ctxledger.verdicts.journeys import call_step
+from ctxledger.verdicts.journeys import call_origin
 from ctxledger_collector.otlp_decode import DecodedManifest, DecodedMeasurement
 from ctxledger_collector.rows import manifest_row, measurement_row, report_row
+from ctxledger_collector.string_lists import ListWriter
 
 SEED = 20250301
 DAYS = 30
@@ -101,6 +102,8 @@ class RunRows:
     manifests: list[tuple[Any, ...]] = field(default_factory=list)
     calls: list[tuple[Any, ...]] = field(default_factory=list)
     reports: list[tuple[Any, ...]] = field(default_factory=list)
+    #: The distinct lists of strings the rows refer to: (digest, JSON text).
+    string_lists: list[tuple[bytes, str]] = field(default_factory=list)
     steps: int = 0
     results_per_step: int = 0
 
@@ -271,20 +274,25 @@ def _rows(
         steps=steps,
         results_per_step=per_step,
     )
+    lists = ListWriter()
     rows.measurements = [
-        measurement_row(DecodedMeasurement(m, {}, agent.service), run_id) for m in measurements
+        measurement_row(DecodedMeasurement(m, {}, agent.service), run_id, lists)
+        for m in measurements
     ]
     rows.manifests = [
-        manifest_row(DecodedManifest(m, {}, agent.service), run_id) for m in manifests
+        manifest_row(DecodedManifest(m, {}, agent.service), run_id, lists) for m in manifests
     ]
+    rows.string_lists = sorted(lists.texts.items())
     before: dict[str, list[Measurement]] = {}
     for m in measurements:
         if m.request_id is None:
             before.setdefault(m.tool_call_id, []).append(m)
+    # Where each call was issued, as the store keeps it (no manifest here lists issued
+    # calls, so its own stages say): (run, call, position, conversation).
     rows.calls = [
-        (run_id, call_id, step)
+        (run_id, call_id, origin[1], origin[0])
         for call_id, stages in sorted(before.items())
-        if (step := call_step(stages)) is not None
+        if (origin := call_origin(stages, ())) is not None
     ]
     arrived = {m.request_id: m.observed_at for m in manifests}
     for report in judge_trace(measurements, manifests, tolerances=tol, now=now):

@@ -27,6 +27,7 @@ from ctxledger_collector.rows import (
     REPORT_COLUMNS,
     RUN_COLUMNS,
 )
+from ctxledger_collector.string_lists import STRING_LIST_COLUMNS
 
 TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     "runs": ("id", *RUN_COLUMNS),
@@ -34,6 +35,7 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     "manifests": MANIFEST_COLUMNS,
     "calls": CALL_COLUMNS,
     "reports": REPORT_COLUMNS,
+    "string_lists": STRING_LIST_COLUMNS,
 }
 COUNTER_COLUMNS: dict[str, tuple[str, ...]] = {
     "journey_counts": (*JOURNEY_KEY, *JOURNEY_SUMS),
@@ -52,9 +54,9 @@ class FillStats:
     count_s: float = 0.0
 
 
-def _insert(table: str) -> str:
+def _insert(table: str, verb: str = "INSERT") -> str:
     columns = TABLE_COLUMNS[table]
-    return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
+    return f"{verb} INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
 
 
 def fill_sqlite(
@@ -73,6 +75,8 @@ def fill_sqlite(
             built = time.perf_counter()
             stats.build_s += built - started
             connection.execute(_insert("runs"), rows.run)
+            # Runs share lists (the same field names, say): each is stored once.
+            connection.executemany(_insert("string_lists", "INSERT OR IGNORE"), rows.string_lists)
             connection.executemany(_insert("measurements"), rows.measurements)
             connection.executemany(_insert("manifests"), rows.manifests)
             connection.executemany(_insert("calls"), rows.calls)

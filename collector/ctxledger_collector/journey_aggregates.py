@@ -17,11 +17,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import (
     BigInteger,
-    Boolean,
     ColumnElement,
     Select,
     and_,
@@ -38,7 +37,15 @@ from sqlalchemy.orm import Session
 from ctxledger_collector.journey_counts import GRAINS, bucket_of
 from ctxledger_collector.report_filters import ReportFilter, filtered, with_runs
 from ctxledger_collector.tables import JOURNEY_COUNTS, REPORTS, RUN_JOURNEY_COUNTS, RUNS
-from ctxledger_collector.time_slices import EARLIEST, LATEST, Plan, Slice, TimeSpan, plan
+from ctxledger_collector.time_slices import (
+    EARLIEST,
+    LATEST,
+    CounterSpan,
+    Plan,
+    Slice,
+    TimeSpan,
+    plan,
+)
 
 #: The columns a tally can be grouped by, besides ``verdict`` (names: None or text).
 _NAMES = ("agent_name", "tool_name")
@@ -101,39 +108,38 @@ def _from_counters(
     c = JOURNEY_COUNTS.c
     label = (c.bucket // width) * width if width else literal(0)
     group = [label, *(c[name] for name in by)]
-    covered = balanced_or(
-        [and_(c.grain == s.grain, c.bucket >= s.start, c.bucket < s.end) for s in spans.counters]
-    )
-    query = (
-        select(*group, *(func.sum(c[name]) for name in SUMS))
-        .where(covered, *_counter_filters(f))
-        .group_by(*group)
-    )
-    return list(session.execute(query))
+    found: list[Any] = []
+    for some in span_groups(spans.counters):
+        covered = or_(
+            *(and_(c.grain == s.grain, c.bucket >= s.start, c.bucket < s.end) for s in some)
+        )
+        query = (
+            select(*group, *(func.sum(c[name]) for name in SUMS))
+            .where(covered, *_counter_filters(f))
+            .group_by(*group)
+        )
+        found.extend(session.execute(query))
+    return found
 
 
-#: SQLite parses ``a OR b OR c ...`` into a tree as deep as the list, and refuses one
-#: deeper than 1,000; a timeline of many unaligned buckets has thousands of slices.
-_OR_FANOUT = 32
+#: Spans per query. An ``OR`` of a few ranges is read range by range from an index (on
+#: SQLite too); a longer one, which SQLite could not even parse past 1,000 terms, would
+#: have to be nested, and a nested ``OR`` is a scan of the whole table (a 7-day timeline
+#: of 48 slices: 52 spans, 410 ms instead of 15 ms at a million measurements). The
+#: spans are disjoint, so the answers of the groups add up.
+SPANS_PER_QUERY = 32
+
+Span = TypeVar("Span", CounterSpan, TimeSpan)
 
 
-def balanced_or(clauses: Sequence[ColumnElement[bool]]) -> ColumnElement[bool]:
-    """``OR`` of the clauses, nested in groups so that its depth stays logarithmic.
-    SQLAlchemy flattens an OR of ORs (parentheses included), so each group is wrapped
-    in ``coalesce(..., false)``, the same truth value, as one operand of the outer OR."""
-    if len(clauses) <= _OR_FANOUT:
-        return or_(*clauses)
-    size = -(-len(clauses) // _OR_FANOUT)
-    groups = [clauses[i : i + size] for i in range(0, len(clauses), size)]
-    nested: list[ColumnElement[bool]] = [
-        func.coalesce(balanced_or(group), false(), type_=Boolean) for group in groups
-    ]
-    return or_(*nested)
+def span_groups(spans: Sequence[Span]) -> list[Sequence[Span]]:
+    """``spans`` in groups of at most ``SPANS_PER_QUERY``, one query each."""
+    return [spans[i : i + SPANS_PER_QUERY] for i in range(0, len(spans), SPANS_PER_QUERY)]
 
 
 def _in_times(spans: Sequence[TimeSpan]) -> ColumnElement[bool]:
     t = REPORTS.c.last_observed_at
-    return balanced_or([and_(t >= s.start, t < s.end) for s in spans]) if spans else false()
+    return or_(*(and_(t >= s.start, t < s.end) for s in spans)) if spans else false()
 
 
 def _report_query(by: Sequence[str], width: int | None) -> tuple[Select[Any], list[Any]]:
@@ -152,8 +158,11 @@ def _from_edges(
     query = query.select_from(REPORTS)
     if f.agent:
         query = with_runs(query)
-    query = filtered(query, untimed).where(_in_times(spans.reports)).group_by(*group)
-    return list(session.execute(query))
+    query = filtered(query, untimed)
+    found: list[Any] = []
+    for some in span_groups(spans.reports):
+        found.extend(session.execute(query.where(_in_times(some)).group_by(*group)))
+    return found
 
 
 def _other_agents(agent: str) -> ColumnElement[bool]:
@@ -182,16 +191,17 @@ def _service_extras(
         return []
     query, group = _report_query(by, width)
     times = [TimeSpan(s.start, s.end) for s in spans.counters]
-    query = (
-        with_runs(query.select_from(REPORTS))
-        .where(RUNS.c.service_name == f.agent, _other_agents(f.agent), _in_times(times))
-        .group_by(*group)
+    query = with_runs(query.select_from(REPORTS)).where(
+        RUNS.c.service_name == f.agent, _other_agents(f.agent)
     )
     if f.verdicts:
         query = query.where(REPORTS.c.verdict.in_(f.verdicts))
     if f.tool:
         query = query.where(REPORTS.c.tool_name == f.tool)
-    return list(session.execute(query))
+    found: list[Any] = []
+    for some in span_groups(times):
+        found.extend(session.execute(query.where(_in_times(some)).group_by(*group)))
+    return found
 
 
 def tally(
