@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, Engine, text
+from sqlalchemy import Connection, Engine
 
 from ctxledger_collector.journey_counts import COUNTED_COLUMNS, count_journeys
 from ctxledger_collector.partition_retention import empty_expired_partitions
@@ -75,13 +75,6 @@ def _in_list(connection: Connection, column: str, ids: Sequence[int]) -> tuple[s
     return f"{column} IN ({', '.join('?' * len(ids))})", tuple(ids)
 
 
-def _lock_traces(connection: Connection, trace_ids: Sequence[str]) -> None:
-    from ctxledger_collector.store import advisory_key
-
-    for trace_id in sorted(trace_ids):
-        connection.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": advisory_key(trace_id)})
-
-
 def _remove_runs(
     connection: Connection, candidates: Sequence[Any], cutoff: float
 ) -> tuple[int, int]:
@@ -89,7 +82,9 @@ def _remove_runs(
     postgres = connection.dialect.name == "postgresql"
     mark = "%s" if postgres else "?"
     if postgres:
-        _lock_traces(connection, [trace_id for _, trace_id in candidates])
+        from ctxledger_collector.store import lock_traces
+
+        lock_traces(connection, [trace_id for _, trace_id in candidates])
     where, params = _in_list(connection, "id", [run_id for run_id, _ in candidates])
     ids = list(
         connection.exec_driver_sql(
