@@ -217,3 +217,29 @@ def test_store_keeps_the_manifest_copy_the_judge_picks(store: Store) -> None:
             assert [(r.verdict, r.notes) for r in outcome.reports] == [
                 (judged.verdict, judged.notes)
             ]
+
+
+def test_equal_copies_have_equal_digests_however_their_strings_were_made() -> None:
+    """One copy whose string fields share one object (or are interned), one whose equal
+    strings are separate objects: the content digest, the rule's last tie-break, is the
+    same (the protobuf and JSON decoders of one span once disagreed here)."""
+    import sys
+
+    from ctxledger.verdicts.duplicates import content_digest
+
+    shared = "0"
+    made = "".join(["", "0"])  # equal to shared, another object, not interned
+    assert made == shared and made is not shared
+    common = dict(trace_id="t" * 32, stage="original", order=10, chars=1, span_id="0" * 16)
+    sharing = Measurement(
+        tool_call_id=shared, item_ids=(shared, shared), fields=(shared,), **common
+    )
+    separate = Measurement(
+        tool_call_id="".join(["", "0"]),
+        item_ids=(made, "".join(["0"])),
+        fields=(sys.intern("".join(["", "0"])),),
+        **common,
+    )
+    assert sharing == separate
+    assert content_digest(sharing) == content_digest(separate)
+    assert preferred_copy_key(sharing) == preferred_copy_key(separate)

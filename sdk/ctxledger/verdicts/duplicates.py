@@ -57,11 +57,20 @@ _FIELDS = {
 }
 
 
+#: ``marshal``'s version 0. Later versions write an object seen twice in one value as a
+#: back-reference (version 3 on) and mark interned strings (version 1 on), so equal
+#: fields gave different bytes when one decoder shared or interned a string that another
+#: did not (the protobuf and the JSON decoding of one span disagreed); version 0 writes
+#: every value by what it is, as fast.
+_MARSHAL_VERSION = 0
+
+
 def content_digest(copy: Measurement | Manifest) -> int:
-    """A signed 64-bit digest of everything the copy says (its fields, serialized with
-    ``marshal``'s version 4: every field is a string, number, bool, None or tuple)."""
+    """A signed 64-bit digest of everything the copy says: its fields (every one a
+    string, number, bool, None or tuple), serialized by value with ``marshal``. Equal
+    copies give equal digests however they were decoded."""
     fields = _FIELDS[type(copy)](copy)
-    return _signed(hashlib.blake2b(marshal.dumps(fields, 4), digest_size=8).digest())
+    return _signed(hashlib.blake2b(marshal.dumps(fields, _MARSHAL_VERSION), digest_size=8).digest())
 
 
 def _signed(digest: bytes) -> int:
