@@ -13,6 +13,23 @@ import ctxledger
 from ctxledger_cli.agents.common import shared_ssl_context
 
 
+def chat_tool(name: str, description: str, **properties: str) -> dict[str, Any]:
+    """A Chat Completions tool definition: a function whose arguments are all required,
+    each given as ``name="json type"``."""
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {
+                "type": "object",
+                "properties": {key: {"type": kind} for key, kind in properties.items()},
+                "required": list(properties),
+            },
+        },
+    }
+
+
 def instrumented_http_client() -> openai.DefaultHttpxClient:
     """The httpx client every request of an agent goes through, hooked by the SDK."""
     return openai.DefaultHttpxClient(

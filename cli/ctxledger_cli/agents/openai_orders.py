@@ -26,6 +26,7 @@ from ctxledger_cli.agents.common import (
 from ctxledger_cli.agents.common import run_with_provider as _run_with_provider
 from ctxledger_cli.agents.openai_chat import (
     assistant_turn,
+    chat_tool,
     instrumented_client,
     requested_calls,
 )
@@ -39,18 +40,7 @@ MAX_STEPS = 6
 SYSTEM = "你是订单分析助手，只依据工具返回的订单数据回答。"
 QUESTION = "近 30 天有哪些异常订单？请列出所有带 KEY 标记的关键事实。"
 TOOLS: list[dict[str, Any]] = [
-    {
-        "type": "function",
-        "function": {
-            "name": "query_orders",
-            "description": "The orders of the last `days` days.",
-            "parameters": {
-                "type": "object",
-                "properties": {"days": {"type": "integer"}},
-                "required": ["days"],
-            },
-        },
-    }
+    chat_tool("query_orders", "The orders of the last `days` days.", days="integer")
 ]
 
 

@@ -34,6 +34,7 @@ from ctxledger_cli.agents.common import (
 )
 from ctxledger_cli.agents.openai_chat import (
     assistant_turn,
+    chat_tool,
     instrumented_client,
     requested_calls,
 )
@@ -46,30 +47,15 @@ MAX_STEPS = 6
 Message = dict[str, Any]
 
 
-def _function(name: str, description: str, **properties: str) -> dict[str, Any]:
-    return {
-        "type": "function",
-        "function": {
-            "name": name,
-            "description": description,
-            "parameters": {
-                "type": "object",
-                "properties": {key: {"type": kind} for key, kind in properties.items()},
-                "required": list(properties),
-            },
-        },
-    }
-
-
 TOOLS: list[dict[str, Any]] = [
-    _function(
+    chat_tool(
         "grep_logs",
         "Log lines of a service matching a pattern.",
         service="string",
         pattern="string",
     ),
-    _function("list_alerts", "The alerts firing for a service.", service="string"),
-    _function("get_pods", "The pods of a service and their state.", service="string"),
+    chat_tool("list_alerts", "The alerts firing for a service.", service="string"),
+    chat_tool("get_pods", "The pods of a service and their state.", service="string"),
 ]
 
 

@@ -22,6 +22,7 @@ from ctxledger.remedies import clip_rows
 from ctxledger_cli.agents.common import AgentRun, Mode, new_call_id
 from ctxledger_cli.agents.openai_chat import (
     assistant_turn,
+    chat_tool,
     instrumented_client,
     requested_calls,
 )
@@ -34,22 +35,8 @@ MAX_STEPS = 4
 Message = dict[str, Any]
 
 TOOLS: list[dict[str, Any]] = [
-    {
-        "type": "function",
-        "function": {
-            "name": name,
-            "description": description,
-            "parameters": {
-                "type": "object",
-                "properties": {argument: {"type": "string"}},
-                "required": [argument],
-            },
-        },
-    }
-    for name, description, argument in (
-        ("export_tickets", "Every open ticket of a queue.", "queue"),
-        ("get_oncall", "Who is on call for a team.", "team"),
-    )
+    chat_tool("export_tickets", "Every open ticket of a queue.", queue="string"),
+    chat_tool("get_oncall", "Who is on call for a team.", team="string"),
 ]
 
 
