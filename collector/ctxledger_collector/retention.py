@@ -30,6 +30,7 @@ from sqlalchemy import Connection, Engine
 from ctxledger_collector.journey_counts import COUNTED_COLUMNS, count_journeys
 from ctxledger_collector.partition_retention import empty_expired_partitions
 from ctxledger_collector.statements import chunks
+from ctxledger_collector.trace_locks import lock_traces
 
 #: The tables keyed by run id, children first; ``runs`` goes last.
 RUN_TABLES = (
@@ -82,8 +83,6 @@ def _remove_runs(
     postgres = connection.dialect.name == "postgresql"
     mark = "%s" if postgres else "?"
     if postgres:
-        from ctxledger_collector.store import lock_traces
-
         lock_traces(connection, [trace_id for _, trace_id in candidates])
     where, params = _in_list(connection, "id", [run_id for run_id, _ in candidates])
     ids = list(

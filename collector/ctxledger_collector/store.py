@@ -12,10 +12,9 @@ database lock (``BEGIN IMMEDIATE``).
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,11 +49,12 @@ from ctxledger_collector.rows import (
     report_row,
     run_sightings,
 )
-from ctxledger_collector.statements import ARRAY_MARK, Statements
+from ctxledger_collector.statements import Statements
 from ctxledger_collector.stored_records import stored_form
 from ctxledger_collector.string_lists import ListWriter
 from ctxledger_collector.tables import MANIFESTS, MEASUREMENTS, REPORTS
 from ctxledger_collector.tool_matching import match_tools
+from ctxledger_collector.trace_locks import lock_traces
 from ctxledger_collector.trace_state import SqlTraceState
 
 
@@ -88,27 +88,6 @@ def _record_of(single: DecodedBatch) -> Measurement | Manifest:
     return single.unmatched[0].stage.measurement
 
 
-def advisory_key(trace_id: str) -> int:
-    """The transaction-level advisory lock key of one trace (ingest, sweep, retention)."""
-    digest = hashlib.blake2b(trace_id.encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "big", signed=True)
-
-
-def lock_traces(connection: Connection, trace_ids: Iterable[str]) -> None:
-    """Take each trace's advisory lock for the transaction (PostgreSQL; nothing on
-    SQLite), in the order of the trace ids, as every writer does, so two writers never
-    wait on each other in a circle. One statement however many traces a batch holds."""
-    if connection.dialect.name != "postgresql":
-        return
-    keys = [advisory_key(trace_id) for trace_id in sorted(set(trace_ids))]
-    if keys:
-        connection.exec_driver_sql(
-            "SELECT pg_advisory_xact_lock(u.key) "
-            f"FROM unnest({ARRAY_MARK}::int8[]) WITH ORDINALITY AS u(key, n) ORDER BY u.n",
-            (keys,),
-        )
-
-
 class Store:
     """The collector's writes. Thread-safe: every call opens its own connection."""
 
@@ -137,7 +116,7 @@ class Store:
         if not runs:
             return outcome
         with self.writer, self.engine.begin() as connection:
-            self._lock_traces(connection, runs)
+            lock_traces(connection, runs)
             run_ids = self._upsert_runs(connection, list(runs.values()))
             state = SqlTraceState(connection, run_ids)
             replaced = state.manifests(
@@ -244,7 +223,7 @@ class Store:
         if not due:
             return outcome
         with self.writer, self.engine.begin() as connection:
-            self._lock_traces(connection, {row[0] for row in due})
+            lock_traces(connection, {row[0] for row in due})
             state = SqlTraceState(connection, {row[0]: row[1] for row in due})
             plan = plan_sweep((row[0], row[2], row[3] or None) for row in due)
             judgments = rejudge(plan, state, tolerances=self.tolerances, now=now)
@@ -253,9 +232,6 @@ class Store:
         return outcome
 
     # --- writing -------------------------------------------------------------------
-
-    def _lock_traces(self, connection: Connection, trace_ids: Iterable[str]) -> None:
-        lock_traces(connection, trace_ids)
 
     def _upsert_runs(self, connection: Connection, runs: Sequence[RunSighting]) -> dict[str, int]:
         """Each run's integer id, made on its first sighting."""

@@ -10,7 +10,7 @@ import time
 from sqlalchemy import text
 
 from ctxledger_collector.database import make_engine
-from ctxledger_collector.store import advisory_key, lock_traces
+from ctxledger_collector.trace_locks import advisory_key, lock_traces
 
 
 def _free(connection: object, trace_id: str) -> bool:
