@@ -11,7 +11,11 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from ctxledger.verdicts import Tolerances
+from ctxledger_collector.database import make_engine
+from ctxledger_collector.migrate import upgrade
 from ctxledger_collector.settings import Settings
+from ctxledger_collector.store import Store
 from tests.collector.live_collector import LiveCollector
 
 POSTGRES_ADMIN = os.environ.get(
@@ -47,6 +51,15 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
         return f"sqlite:///{tmp_path / 'ctxledger.db'}"
     url: str = request.getfixturevalue("postgres_url")
     return url
+
+
+@pytest.fixture
+def store(database_url: str) -> Iterator[Store]:
+    """A store on a migrated database of the `dialect` fixture (default tolerances)."""
+    upgrade(database_url)
+    engine = make_engine(database_url)
+    yield Store(engine, Tolerances())
+    engine.dispose()
 
 
 @pytest.fixture

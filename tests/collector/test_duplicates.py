@@ -23,8 +23,6 @@ from ctxledger.verdicts import (
     preferred_copy,
     preferred_copy_key,
 )
-from ctxledger_collector.database import make_engine
-from ctxledger_collector.migrate import upgrade
 from ctxledger_collector.otlp_decode import DecodedBatch, DecodedManifest, DecodedMeasurement
 from ctxledger_collector.rows import MANIFEST_COLUMNS, MEASUREMENT_COLUMNS
 from ctxledger_collector.statements import Statements
@@ -73,14 +71,6 @@ def original(trace_id: str, observed_at: float, span_id: str, chars: int) -> Mea
         observed_at=observed_at,
         span_id=span_id,
     )
-
-
-@pytest.fixture
-def store(database_url: str) -> Iterator[Store]:
-    upgrade(database_url)
-    engine = make_engine(database_url)
-    yield Store(engine, Tolerances())
-    engine.dispose()
 
 
 def _run_id(trace_id: str) -> object:

@@ -5,10 +5,8 @@ made ahead of the runs), and every sighting folded into the run's row."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from sqlalchemy import select
 
 from ctxledger.verdicts import Measurement, Tolerances
@@ -17,14 +15,6 @@ from ctxledger_collector.migrate import upgrade
 from ctxledger_collector.otlp_decode import DecodedBatch, DecodedMeasurement
 from ctxledger_collector.store import Store
 from ctxledger_collector.tables import RUNS
-
-
-@pytest.fixture
-def store(database_url: str) -> Iterator[Store]:
-    upgrade(database_url)
-    engine = make_engine(database_url)
-    yield Store(engine, Tolerances())
-    engine.dispose()
 
 
 def _batch(
