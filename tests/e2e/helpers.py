@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -67,3 +69,19 @@ def subprocess_env(**extra: str) -> dict[str, str]:
     env["PYTHONPATH"] = os.pathsep.join(paths)
     env.update(extra)
     return env
+
+
+def run_example(example: str, *flags: str) -> subprocess.CompletedProcess[str]:
+    """Run ``examples/<example>`` as a user would (the repository's code on the path);
+    it must exit 0."""
+    done = subprocess.run(
+        [sys.executable, f"examples/{example}", *flags],
+        cwd=REPO_ROOT,
+        env=subprocess_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done

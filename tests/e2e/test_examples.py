@@ -5,8 +5,6 @@ and no flag ``intact``."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -21,7 +19,7 @@ from ctxledger_cli.query_api import fetch_reports
 from ctxledger_collector.settings import Settings
 from tests.collector.live_collector import LiveCollector
 
-from .helpers import REPO_ROOT, subprocess_env, wait_for
+from .helpers import REPO_ROOT, run_example, wait_for
 
 
 @pytest.fixture(scope="module")
@@ -120,25 +118,11 @@ def test_each_flag_gives_the_expected_verdict(
     assert stages["sent"]["chars"] == len(received)
 
 
-def _run_example(example: str, *flags: str) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(
-        [sys.executable, f"examples/{example}", *flags],
-        cwd=REPO_ROOT,
-        env=subprocess_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done
-
-
 def test_the_examples_run_with_one_command_each(collector: LiveCollector) -> None:
     """From the repository, as a user runs them: the orders agent with its own stand-in;
     the knowledge-base agent against a provider serving the script file that
     `ctxledger provider --script examples/scripts/anthropic_kb.json` would serve."""
-    done = _run_example("openai_orders_agent.py", "--failure", "--collector-url", collector.url)
+    done = run_example("openai_orders_agent.py", "--failure", "--collector-url", collector.url)
     assert "LOSS silent" in done.stderr
     (line,) = [x for x in done.stdout.splitlines() if x.startswith("tool calls: ")]
     call_id = line.removeprefix("tool calls: ")
@@ -148,7 +132,7 @@ def test_the_examples_run_with_one_command_each(collector: LiveCollector) -> Non
     call_id = script[0].tool_calls[0].id
     assert call_id is not None
     with ProviderStandIn(script=script) as stand_in:
-        done = _run_example(
+        done = run_example(
             "anthropic_kb_agent.py", "--remedy", "--provider-url", stand_in.url,
             "--collector-url", collector.url,
         )  # fmt: skip

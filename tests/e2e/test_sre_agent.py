@@ -5,8 +5,6 @@ flag intact — in the SDK's local ledger and (one test) through a real collecto
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -26,7 +24,7 @@ from ctxledger_cli.query_api import fetch_reports
 from ctxledger_collector.settings import Settings
 from tests.collector.live_collector import LiveCollector
 
-from .helpers import REPO_ROOT, subprocess_env, wait_for
+from .helpers import REPO_ROOT, run_example, wait_for
 
 pytest_plugins = ["ctxledger_cli.provider.pytest_fixture"]
 
@@ -177,20 +175,6 @@ def test_the_ticket_agent_without_a_flag_sends_everything(
 # --- through a real collector ----------------------------------------------------------
 
 
-def _example(*flags: str) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(
-        [sys.executable, "examples/openai_sre_agent.py", *flags],
-        cwd=REPO_ROOT,
-        env=subprocess_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done
-
-
 def _verdicts(collector: LiveCollector, journeys: dict[str, int]) -> list[str]:
     """The worst verdict of each call, once all its journeys (one per request it
     travelled in) have arrived."""
@@ -217,7 +201,7 @@ def test_the_example_and_the_ticket_agent_through_a_collector(tmp_path: Path) ->
     database = f"sqlite:///{tmp_path / 'ctxledger.db'}"
     settings = Settings(database_url=database, auto_migrate=True, sweep_interval_s=3600)
     with LiveCollector(settings) as collector:
-        done = _example("--remedy", "--collector-url", collector.url)
+        done = run_example("openai_sre_agent.py", "--remedy", "--collector-url", collector.url)
         assert "LOSS declared" in done.stderr
         (line,) = [x for x in done.stdout.splitlines() if x.startswith("tool calls: ")]
         remedied = tuple(line.removeprefix("tool calls: ").split(", "))
@@ -228,7 +212,7 @@ def test_the_example_and_the_ticket_agent_through_a_collector(tmp_path: Path) ->
         naive = tuple(str(call.id) for step in script for call in step.tool_calls)
         window = seed_001.SRE_CONTEXT_WINDOW
         with ProviderStandIn(script=script, context_window=window) as stand_in:
-            done = _example("--failure", "--provider-url", stand_in.url,
+            done = run_example("openai_sre_agent.py", "--failure", "--provider-url", stand_in.url,
                             "--collector-url", collector.url)  # fmt: skip
         assert "LOSS orphaned" in done.stderr and len(stand_in.requests) == 5
         assert _verdicts(collector, _sre_journeys(naive)) == ["orphaned", "intact", "intact"]
