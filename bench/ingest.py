@@ -26,7 +26,6 @@ This is a benchmark: it prints numbers and asserts nothing about them.
 
 from __future__ import annotations
 
-import argparse
 import os
 import platform
 import shutil
@@ -34,18 +33,19 @@ import signal
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from benchkit import floor, verify, workload
-from benchkit.collector_process import REPO, collector
+from benchkit.collector_process import collector
 from benchkit.databases import (
     DATABASES,
     fresh_database,
     fresh_postgres_raw,
-    pg_admin_url_from_env,
 )
 from benchkit.exporting import batches_of, feed, quiet_exporter_logs
+from benchkit.growth_pairs import measure_growth
+from benchkit.ingest_options import parse_args
 from benchkit.ingest_report import (
     Point,
     print_end_to_end,
@@ -57,10 +57,6 @@ from benchkit.plot import plot_growth
 from benchkit.process_memory import RssSampler
 from benchkit.storage_size import stored_bytes
 from benchkit.tables import mib
-
-DEFAULT_LENGTHS = (200, 2_000, 10_000, 40_000)
-QUICK_LENGTHS = (200, 2_000)
-DEFAULT_PLOT = REPO / "docs" / "performance-growth.png"
 
 
 def run_point(
@@ -115,136 +111,6 @@ def measure_floor(
         return floor.sqlite_floor(bodies, workdir, sqlite_synchronous)
     with fresh_postgres_raw(pg_admin_url) as libpq_url:
         return floor.postgres_floor(bodies, libpq_url)
-
-
-def growth_lengths(
-    loads: Sequence[workload.Workload],
-) -> tuple[workload.Workload, workload.Workload] | None:
-    """The loads nearest the goal's traces of 200 and of 10,000 spans; None with fewer
-    than two lengths."""
-    if len(loads) < 2:
-        return None
-    short = min(loads, key=lambda w: abs(w.spans_per_trace - 200))
-    long = min(loads, key=lambda w: abs(w.spans_per_trace - 10_000))
-    return None if short is long else (short, long)
-
-
-def measure_growth(
-    loads: Sequence[workload.Workload],
-    databases: Sequence[str],
-    args: argparse.Namespace,
-    point_of: Callable[[str, workload.Workload], Point],
-) -> dict[str, list[tuple[Point, Point]]]:
-    """``--growth-pairs`` pairs per database of (short traces, long traces), run one right
-    after the other: their ratio is the growth goal's, each pair seeing the same machine."""
-    chosen = growth_lengths(loads)
-    if chosen is None or args.growth_pairs < 1:
-        return {}
-    short, long = chosen
-    print(
-        f"\ngrowth pairs: traces of {long.spans_per_trace:,} right after traces of "
-        f"{short.spans_per_trace:,}, {args.growth_pairs} per database",
-        flush=True,
-    )
-    growth: dict[str, list[tuple[Point, Point]]] = {}
-    for _ in range(args.growth_pairs):
-        for database in databases:
-            if database == "postgresql" and 0 < args.pg_max_length < long.spans_per_trace:
-                continue
-            pair = (point_of(database, short), point_of(database, long))
-            growth.setdefault(database, []).append(pair)
-            print(
-                f"  {database:<10} {pair[0].spans_per_s:>7,.0f} then {pair[1].spans_per_s:>7,.0f} "
-                f"spans/s: ratio {pair[1].spans_per_s / pair[0].spans_per_s:.2f}",
-                flush=True,
-            )
-    return growth
-
-
-def _lengths(text: str) -> tuple[int, ...]:
-    return tuple(int(part.replace("_", "")) for part in text.split(",") if part.strip())
-
-
-def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument(
-        "--spans",
-        type=int,
-        default=None,
-        help="spans per run (default 20,000; --quick 4,000); "
-        "a trace longer than this is sent alone",
-    )
-    parser.add_argument(
-        "--lengths",
-        type=_lengths,
-        default=None,
-        help="comma-separated spans per trace (default 200,2000,10000,40000; --quick 200,2000)",
-    )
-    parser.add_argument("--only", choices=DATABASES, help="one database instead of both")
-    parser.add_argument(
-        "--pg-max-length",
-        type=int,
-        default=10_000,
-        help="longest trace length run on PostgreSQL (default 10,000: its 40,000 point took "
-        "10 min before the storage rewrite); 0 for no limit",
-    )
-    parser.add_argument("--quick", action="store_true", help="a small run to try the bench")
-    parser.add_argument("--batch", type=int, default=512, help="spans per export request")
-    parser.add_argument("--threads", type=int, default=2, help="client threads exporting")
-    parser.add_argument(
-        "--pg-workers",
-        type=int,
-        default=1,
-        help="collector worker processes on PostgreSQL (`ctxledger serve --workers`)",
-    )
-    parser.add_argument(
-        "--sqlite-synchronous",
-        choices=("FULL", "NORMAL"),
-        default="FULL",
-        help="CTXLEDGER_SQLITE_SYNCHRONOUS of the collector (FULL: every commit on disk "
-        "before the answer, the default; NORMAL: synced at checkpoints)",
-    )
-    parser.add_argument(
-        "--pairs",
-        type=int,
-        default=3,
-        help="floor + end-to-end pairs at the first trace length (the median ratio is "
-        "reported; --quick: 1)",
-    )
-    parser.add_argument(
-        "--growth-pairs",
-        type=int,
-        default=3,
-        help="pairs of (traces of ~200, traces of ~10,000) run back to back per database "
-        "for the growth ratio; the median pair is reported (default 3; --quick: 0)",
-    )
-    parser.add_argument("--seed", type=int, default=workload.SEED)
-    parser.add_argument(
-        "--plot",
-        type=Path,
-        default=None,
-        help=f"PNG of the growth curves (default {DEFAULT_PLOT.relative_to(REPO)}; "
-        "none with --quick)",
-    )
-    parser.add_argument("--no-plot", action="store_true")
-    parser.add_argument(
-        "--pg-admin-url",
-        default=pg_admin_url_from_env(),
-        help="libpq URL used to create and drop the temporary databases "
-        "(or CTXLEDGER_BENCH_PG_ADMIN_URL)",
-    )
-    args = parser.parse_args(argv)
-    args.spans = args.spans or (4_000 if args.quick else 20_000)
-    if args.quick and "--pairs" not in (argv if argv is not None else sys.argv):
-        args.pairs = 1
-    if args.quick and "--growth-pairs" not in (argv if argv is not None else sys.argv):
-        args.growth_pairs = 0
-    args.lengths = args.lengths or (QUICK_LENGTHS if args.quick else DEFAULT_LENGTHS)
-    if args.plot is None and not args.quick and not args.no_plot:
-        args.plot = DEFAULT_PLOT
-    if args.no_plot:
-        args.plot = None
-    return args
 
 
 def _stop(signum: int, _frame: object) -> None:
