@@ -37,6 +37,7 @@ from benchkit import dashboard_calls, query_data, raw_fill
 from benchkit.api_timing import Timing, time_calls
 from benchkit.collector_process import child_env, cli, collector
 from benchkit.databases import DATABASES, fresh_postgres_raw, pg_admin_url_from_env
+from benchkit.query_rows import RunRows
 from benchkit.tables import print_table
 
 GOAL_MS = 300.0
@@ -59,12 +60,12 @@ class _Closest:
 
     def __init__(self, steps: int = 50, per_step: int = 20) -> None:
         self.steps, self.per_step = steps, per_step
-        self.best: query_data.RunRows | None = None
+        self.best: RunRows | None = None
 
-    def _distance(self, rows: query_data.RunRows) -> int:
+    def _distance(self, rows: RunRows) -> int:
         return abs(rows.steps - self.steps) + abs(rows.results_per_step - self.per_step)
 
-    def watch(self, runs: Iterator[query_data.RunRows]) -> Iterator[query_data.RunRows]:
+    def watch(self, runs: Iterator[RunRows]) -> Iterator[RunRows]:
         for rows in runs:
             if self.best is None or self._distance(rows) < self._distance(self.best):
                 self.best = rows

@@ -2,7 +2,8 @@
 collector: SDK-shaped measurements and manifests per run, judged by the rules
 (``ctxledger.verdicts.judge_trace``, which the incremental judge agrees with by its
 property tests) and turned into rows by the collector's own row builders
-(``ctxledger_collector.rows``), so every table holds what ingest would have written.
+(``ctxledger_collector.rows``, by :mod:`benchkit.query_rows`), so every table holds what
+ingest would have written.
 
 The mix (seeded): eight agents with their own tools, long runs (30-70 steps of 10-30
 tool results: coding, research, SRE and data agents) and short ones (2-10 steps of 1-4:
@@ -21,15 +22,12 @@ from __future__ import annotations
 import hashlib
 import random
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+from benchkit.query_rows import RunRows, run_rows
 from ctxledger import semconv as sc
-from ctxledger.verdicts import Manifest, Measurement, Tolerances, judge_trace
-from ctxledger.verdicts.journeys import call_origin
-from ctxledger_collector.otlp_decode import DecodedManifest, DecodedMeasurement
-from ctxledger_collector.rows import manifest_row, measurement_row, report_row
-from ctxledger_collector.string_lists import ListWriter
+from ctxledger.verdicts import Manifest, Measurement, Tolerances
 
 SEED = 20250301
 DAYS = 30
@@ -91,21 +89,6 @@ FATES = (
     ("orphaned", 0.05),
 )
 CRASHED_RUNS = 0.05
-
-
-@dataclass
-class RunRows:
-    """Everything stored for one run, as the tables' rows."""
-
-    run: tuple[Any, ...]
-    measurements: list[tuple[Any, ...]] = field(default_factory=list)
-    manifests: list[tuple[Any, ...]] = field(default_factory=list)
-    calls: list[tuple[Any, ...]] = field(default_factory=list)
-    reports: list[tuple[Any, ...]] = field(default_factory=list)
-    #: The distinct lists of strings the rows refer to: (digest, JSON text).
-    string_lists: list[tuple[bytes, str]] = field(default_factory=list)
-    steps: int = 0
-    results_per_step: int = 0
 
 
 class _Ids:
@@ -254,51 +237,15 @@ def build_run(
             }
             pending.append((call_id, _fate(rng, agent), common))
         at += rng.uniform(*gap)
-    return _rows(run_id, agent, trace_id, measurements, manifests, now, tol, steps, per_step)
-
-
-def _rows(
-    run_id: int,
-    agent: Agent,
-    trace_id: str,
-    measurements: list[Measurement],
-    manifests: list[Manifest],
-    now: float,
-    tol: Tolerances,
-    steps: int,
-    per_step: int,
-) -> RunRows:
-    seen = [m.observed_at for m in measurements] + [m.observed_at for m in manifests]
-    rows = RunRows(
-        (run_id, trace_id, agent.service, agent.name, min(seen), max(seen)),
-        steps=steps,
-        results_per_step=per_step,
+    return run_rows(
+        (run_id, trace_id, agent.service, agent.name),
+        measurements,
+        manifests,
+        now,
+        tol,
+        steps,
+        per_step,
     )
-    lists = ListWriter()
-    rows.measurements = [
-        measurement_row(DecodedMeasurement(m, {}, agent.service), run_id, lists)
-        for m in measurements
-    ]
-    rows.manifests = [
-        manifest_row(DecodedManifest(m, {}, agent.service), run_id, lists) for m in manifests
-    ]
-    rows.string_lists = sorted(lists.texts.items())
-    before: dict[str, list[Measurement]] = {}
-    for m in measurements:
-        if m.request_id is None:
-            before.setdefault(m.tool_call_id, []).append(m)
-    # Where each call was issued, as the store keeps it (no manifest here lists issued
-    # calls, so its own stages say): (run, call, position, conversation).
-    rows.calls = [
-        (run_id, call_id, origin[1], origin[0])
-        for call_id, stages in sorted(before.items())
-        if (origin := call_origin(stages, ())) is not None
-    ]
-    arrived = {m.request_id: m.observed_at for m in manifests}
-    for report in judge_trace(measurements, manifests, tolerances=tol, now=now):
-        manifest_time = arrived.get(report.request_id or "")
-        rows.reports.append(report_row(report, run_id, manifest_time, now))
-    return rows
 
 
 def runs(

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchkit.query_data import RunRows
+from benchkit.query_rows import RunRows
 from ctxledger_collector.database import make_engine
 from ctxledger_collector.journey_counts import (
     JOURNEY_KEY,
