@@ -7,9 +7,17 @@ from __future__ import annotations
 
 import json
 import os
+import time
+import urllib.error
 import urllib.parse
 import urllib.request
 from typing import Any
+
+#: Answers a client should retry: the collector's storage is out of reach for now.
+RETRIED_STATUS = 503
+#: Retries of one call, and the pause when the answer names none (``Retry-After``).
+RETRIES = 5
+DEFAULT_RETRY_AFTER_S = 1.0
 
 
 def read_key_headers() -> dict[str, str]:
@@ -18,10 +26,26 @@ def read_key_headers() -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"} if key else {}
 
 
+def _retry_after_s(error: urllib.error.HTTPError) -> float:
+    try:
+        return max(0.0, float(error.headers.get("Retry-After", DEFAULT_RETRY_AFTER_S)))
+    except ValueError:  # an HTTP date: wait the default
+        return DEFAULT_RETRY_AFTER_S
+
+
 def get_json(url: str, timeout_s: float = 10.0) -> Any:
+    """The JSON answer of a GET. A 503 (storage unavailable) is retried as the collector
+    asks, after its ``Retry-After``, up to ``RETRIES`` times; other errors raise."""
     request = urllib.request.Request(url, headers=read_key_headers())
-    with urllib.request.urlopen(request, timeout=timeout_s) as response:
-        return json.load(response)
+    for attempt in range(RETRIES + 1):
+        try:
+            with urllib.request.urlopen(request, timeout=timeout_s) as response:
+                return json.load(response)
+        except urllib.error.HTTPError as error:
+            if error.code != RETRIED_STATUS or attempt == RETRIES:
+                raise
+            time.sleep(_retry_after_s(error))
+    raise AssertionError("unreachable")  # the loop returns or raises
 
 
 def fetch_reports(
