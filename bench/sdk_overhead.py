@@ -346,9 +346,9 @@ def main() -> None:
         "interpretation: identical text at the four stages is analysed and counted once "
         "(cached by sha256), so a journey costs one count by the SDK's counter (bpe-openai "
         "where it matches tiktoken), one JSON parse and canonical dump, the marker scan, "
-        "the agent thread's four calls and two thread hand-offs; the last two are fixed "
-        "(about 30 us with both threads on one CPU, 20 us more when the OS puts them on "
-        "two) and weigh most at 2 KB. The agent thread only snapshots and enqueues."
+        "the agent thread's four calls and four spans; the last two are fixed (about 70 "
+        "us here) and weigh most at 2 KB. The agent thread only snapshots and enqueues; "
+        "flush() measures itself what the worker has not taken yet."
     )
 
 

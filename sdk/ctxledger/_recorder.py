@@ -3,6 +3,11 @@ enqueues it; a worker thread measures it, emits the span and feeds the local led
 
 The queue is bounded; when it is full the oldest waiting measurement is dropped and
 counted (the rule of every queue of the SDK, see docs/instrumenting.md), never waited for.
+
+``flush()`` is the one call that waits, so it measures what is still queued itself rather
+than waking the worker and sleeping until it is done: two cross-CPU wake-ups cost more
+than a small result's whole measurement. Jobs are taken from the queue and measured under
+one lock, by the worker or a flushing caller, so they are measured once and in order.
 """
 
 from __future__ import annotations
@@ -61,7 +66,9 @@ class Recorder:
         self._after_batch = after_batch
         self._queue: deque[StageJob | ManifestJob | RequestJob] = deque()
         self._cond = threading.Condition()
-        self._busy = False
+        # Held while a batch is taken and measured; reentrant so that a flush from code
+        # the measuring runs (a span processor, the drop report) cannot deadlock.
+        self._measuring = threading.RLock()
         self._closed = False
         self._errors: list[BaseException] = []
         self._measured_in_batch = 0
@@ -95,17 +102,21 @@ class Recorder:
         while True:
             with self._cond:
                 while not self._queue and not self._closed:
-                    self._busy = False
-                    self._cond.notify_all()
                     self._cond.wait()
                 if not self._queue:
-                    self._busy = False
-                    self._cond.notify_all()
                     return
-                # A few jobs per wake-up (a journey's stages arrive together); few enough
+            self._measure_batch()
+
+    def _measure_batch(self) -> bool:
+        """Take up to a batch of jobs off the queue and measure them; False when the
+        queue was empty."""
+        with self._measuring:
+            with self._cond:
+                # A few jobs at a time (a journey's stages arrive together); few enough
                 # that what is held outside the bounded queue stays small.
                 batch = [self._queue.popleft() for _ in range(min(len(self._queue), _BATCH))]
-                self._busy = True
+            if not batch:
+                return False
             for job in batch:
                 try:
                     if isinstance(job, StageJob):
@@ -127,6 +138,7 @@ class Recorder:
                 except Exception as error:
                     self._errors.append(error)
                     report_failure("ctxledger drop report", error)
+            return True
 
     def _start_span(self, name: str, job: StageJob | ManifestJob, attrs: Any) -> trace.Span:
         ctx = job.context
@@ -232,15 +244,20 @@ class Recorder:
             )
 
     def flush(self, timeout_s: float = 30.0) -> bool:
-        """Wait until every queued measurement has been emitted. Under pytest, re-raise
-        the first failure the worker met."""
+        """Measure and emit every queued job, in the caller's thread where the worker
+        has not taken them yet. False when ``timeout_s`` passed first (the worker may be
+        inside one long measurement). Under pytest, re-raise the first failure met."""
         deadline = time.monotonic() + timeout_s
-        with self._cond:
-            while self._queue or self._busy:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return False
-                self._cond.wait(remaining)
+        while True:
+            if not self._measuring.acquire(timeout=max(deadline - time.monotonic(), 0.0)):
+                return False
+            try:
+                if not self._measure_batch():
+                    break
+            finally:
+                self._measuring.release()
+            if time.monotonic() >= deadline:
+                return False
         if self._errors and raise_errors():
             error = self._errors[0]
             self._errors.clear()
