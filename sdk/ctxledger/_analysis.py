@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ctxledger import semconv as sc
+from ctxledger._canonical import read_json
 from ctxledger._encodings import DEFAULT_ENCODING
 from ctxledger._formats import Reading, read_text
 from ctxledger._items import DEFAULT_ID_FIELDS, DEFAULT_ITEM_KEYS, find_item_list, item_id
@@ -72,18 +73,6 @@ class AnalysisOptions:
     max_ids_chars: int = 32_768
     max_fields: int = 200
     count_tokens: bool = True
-
-
-# No circularity check: what is encoded comes from json.loads, a tree.
-_CANONICAL_ENCODER = json.JSONEncoder(
-    sort_keys=True, separators=(",", ":"), ensure_ascii=False, check_circular=False
-)
-
-
-def canonical_json(parsed: Any) -> str:
-    """The contract's canonical form: sorted keys, no insignificant whitespace, no ASCII
-    escaping."""
-    return _CANONICAL_ENCODER.encode(parsed)
 
 
 # Data read from a Python literal, YAML or a table may hold values JSON has no type for
@@ -200,20 +189,14 @@ class TextAnalyzer:
     def _analyse(self, text: str, encoded: bytes, digest: str, encoding: str) -> TextMeasurement:
         opts = self.options
         tokens = self._tokens(text, digest, encoding)
-        parsed: Any = None
-        json_valid = False
-        if _may_be_json(text):
-            try:
-                parsed = json.loads(text)
-                json_valid = True
-            except (ValueError, RecursionError):  # RecursionError: nested too deep
-                pass
-        if json_valid:
+        read = read_json(text) if _may_be_json(text) else None
+        json_valid = read is not None
+        if read is not None:
+            parsed, canonical = read
             reading = Reading(sc.FORMAT_JSON, find_item_list(parsed, opts.item_keys), True, parsed)
-            canonical = canonical_json(parsed)
         else:
             reading = read_text(text, opts.item_keys)
-            canonical = self._canonical(text, reading)
+            canonical = self._canonical(text, reading).encode("utf-8", errors="surrogatepass")
             parsed = reading.value
 
         records = reading.records
@@ -245,10 +228,8 @@ class TextAnalyzer:
             tokens_estimated=tokens.estimated if tokens else False,
             sha256=digest,
             json_valid=json_valid,
-            canonical_sha256=hashlib.sha256(
-                canonical.encode("utf-8", errors="surrogatepass")
-            ).hexdigest(),
-            canonical_chars=len(canonical),
+            canonical_sha256=hashlib.sha256(canonical).hexdigest(),
+            canonical_chars=len(canonical.decode("utf-8", errors="surrogatepass")),
             items=items,
             item_ids=item_ids,
             ids_complete=ids_complete,

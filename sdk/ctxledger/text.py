@@ -10,7 +10,8 @@ later request of a run re-sends is analysed once.
 
 from __future__ import annotations
 
-from ctxledger._analysis import TextAnalyzer, TextMeasurement, canonical_json
+from ctxledger._analysis import TextAnalyzer, TextMeasurement
+from ctxledger._canonical import canonical_json
 from ctxledger._encodings import encoding_name_for
 
 __all__ = ["TextMeasurement", "canonical_json", "encoding_for_model", "measure_text"]

@@ -7,7 +7,8 @@ import json
 import pytest
 import tiktoken
 
-from ctxledger._analysis import AnalysisOptions, TextAnalyzer, canonical_json
+from ctxledger._analysis import AnalysisOptions, TextAnalyzer
+from ctxledger._canonical import canonical_json
 from ctxledger._markers import EMERGENCY_TRIM_PLACEHOLDER
 from ctxledger._tokens import TokenCounter
 
