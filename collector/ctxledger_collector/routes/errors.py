@@ -15,6 +15,16 @@ from ctxledger_collector.state import AppState
 logger = logging.getLogger("ctxledger.collector")
 
 
+def database_message(error: Exception) -> str:
+    """The error's class and the database's own first line (``too many clients``,
+    ``deadlock detected``, ``connection refused``): what tells one outage from another,
+    without the statement or its parameters."""
+    original = getattr(error, "orig", None) or error
+    lines = str(original).strip().splitlines()
+    first = lines[0] if lines else ""
+    return f"{original.__class__.__name__}: {first}" if first else original.__class__.__name__
+
+
 async def _database_error(request: Request, error: Exception) -> JSONResponse:
     state: AppState = request.app.state.ctxledger
     if is_storage_outage(error):
@@ -22,7 +32,7 @@ async def _database_error(request: Request, error: Exception) -> JSONResponse:
             "ctxledger collector: %s %s: storage unavailable: %s",
             request.method,
             request.url.path,
-            error.__class__.__name__,
+            database_message(error),
         )
         return JSONResponse(
             {"detail": "storage unavailable; retry later"},
