@@ -23,10 +23,10 @@ from benchkit import floor, workload
 from benchkit.exporting import batches_of
 from ctxledger.verdicts import Tolerances
 from ctxledger_collector.app import SERVING_GC_THRESHOLDS
+from ctxledger_collector.column_limits import fit_to_columns
 from ctxledger_collector.database import make_engine
 from ctxledger_collector.migrate import upgrade
 from ctxledger_collector.otlp_decode import PROTOBUF, decode_export_request
-from ctxledger_collector.rows import fit_to_columns
 from ctxledger_collector.store import Store
 
 

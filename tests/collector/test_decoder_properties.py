@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ctxledger import semconv as sc
+from ctxledger_collector.column_limits import fit_to_columns
 from ctxledger_collector.otlp_decode import (
     DecodedBatch,
     DecodeLimits,
@@ -25,7 +26,7 @@ from ctxledger_collector.otlp_decode import (
     decode_export_request,
 )
 from ctxledger_collector.rejection_codes import REASONS
-from ctxledger_collector.rows import fit_to_columns, manifest_row, measurement_row
+from ctxledger_collector.rows import manifest_row, measurement_row
 from ctxledger_collector.string_lists import ListWriter
 from tests.collector import otlp_payloads as op
 

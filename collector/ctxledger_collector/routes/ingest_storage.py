@@ -11,6 +11,7 @@ from dataclasses import replace
 from fastapi import Response
 from sqlalchemy.exc import StatementError
 
+from ctxledger_collector.column_limits import fit_to_columns
 from ctxledger_collector.database import is_storage_outage
 from ctxledger_collector.deadline import RequestClock, past_deadline
 from ctxledger_collector.ingest_spool import SpooledExport
@@ -31,7 +32,6 @@ from ctxledger_collector.routes.otlp_answers import (
     gunzip,
     success_answer,
 )
-from ctxledger_collector.rows import fit_to_columns
 from ctxledger_collector.spool_replay import Discarded, StorageUnavailable
 from ctxledger_collector.state import AppState
 
