@@ -140,7 +140,7 @@ def _moments(shift: float) -> st.SearchStrategy[float | None]:
     return st.none() | st.sampled_from(edges + aligned)
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.lists(named_batches(), min_size=1, max_size=3), st.data())
 def test_counters_and_aggregates_equal_counting_the_reports(
     store: Store,

@@ -48,7 +48,7 @@ values = st.recursive(
 )
 
 
-@settings(max_examples=800, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(values, st.booleans(), st.sampled_from([None, 0, 2]), st.booleans())
 def test_generated_values_read_and_written_as_the_standard_library_does(
     value: Any, ensure_ascii: bool, indent: int | None, sort_keys: bool
@@ -56,7 +56,7 @@ def test_generated_values_read_and_written_as_the_standard_library_does(
     same(json.dumps(value, ensure_ascii=ensure_ascii, indent=indent, sort_keys=sort_keys))
 
 
-@settings(max_examples=800, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(values, st.data())
 def test_cut_or_altered_texts_are_judged_as_the_standard_library_judges_them(
     value: Any, data: st.DataObject
@@ -102,7 +102,7 @@ def test_plain_data_takes_the_fast_path() -> None:
     assert _orjson_changes_a_number(orjson.loads("[18446744073709551616]"))
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=500, deadline=None)
 @given(
     st.integers(min_value=0, max_value=10**18),
     st.integers(min_value=0, max_value=10**18),
