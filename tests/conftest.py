@@ -31,28 +31,3 @@ def clean_environment(
             monkeypatch.delenv(key)
     spool = tmp_path_factory.getbasetemp() / "spool" / uuid.uuid4().hex
     monkeypatch.setenv("CTXLEDGER_SPOOL_DIR", str(spool))
-
-
-#: The files that take a minute or more of one worker (``pytest --durations``), longest
-#: first. They are collected first, so pytest-xdist's ``loadfile`` scheduling starts them
-#: first instead of leaving one to run alone at the end of the suite.
-LONG_FILES = (
-    "tests/collector/test_alerts.py",
-    "tests/sdk/test_verdicts.py",
-    "tests/reliability/test_process_faults.py",
-    "tests/collector/test_journey_counts.py",
-    "tests/collector/test_two_collectors.py",
-    "tests/dashboard/test_browser.py",
-    "tests/cli/test_serve_cli.py",
-    "tests/collector/test_incremental_store.py",
-    "tests/sdk/test_incremental_judging.py",
-    "tests/scaleout/test_replicas.py",
-    "tests/e2e/test_cli_demo.py",
-    "tests/test_packaging.py",
-    "tests/reliability/test_postgres_outage.py",
-)
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    rank = {path: position for position, path in enumerate(LONG_FILES)}
-    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
