@@ -71,11 +71,11 @@ def subprocess_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def run_example(example: str, *flags: str) -> subprocess.CompletedProcess[str]:
-    """Run ``examples/<example>`` as a user would (the repository's code on the path);
-    it must exit 0."""
-    done = subprocess.run(
-        [sys.executable, f"examples/{example}", *flags],
+def run_python(*args: str) -> subprocess.CompletedProcess[str]:
+    """Run this interpreter with ``args`` from the repository's root, as a user would
+    (the repository's code on the path); its output captured, its exit code not checked."""
+    return subprocess.run(
+        [sys.executable, *args],
         cwd=REPO_ROOT,
         env=subprocess_env(),
         capture_output=True,
@@ -83,5 +83,10 @@ def run_example(example: str, *flags: str) -> subprocess.CompletedProcess[str]:
         timeout=120,
         check=False,
     )
+
+
+def run_example(example: str, *flags: str) -> subprocess.CompletedProcess[str]:
+    """Run ``examples/<example>``; it must exit 0."""
+    done = run_python(f"examples/{example}", *flags)
     assert done.returncode == 0, done.stderr[-3000:]
     return done

@@ -8,26 +8,16 @@ Agents SDK and MCP. The local ledger announces exactly the losses the catalogue 
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 
 from ctxledger import semconv as sc
 from ctxledger_cli.demo import EXPECTED_VERDICTS
 
-from .helpers import REPO_ROOT, subprocess_env
+from .helpers import run_python
 from .otlp_receiver import OTLPReceiver
 
 
 def test_demo_exports_spans_and_reports_the_silent_loss(receiver: OTLPReceiver) -> None:
-    completed = subprocess.run(
-        [sys.executable, "-m", "ctxledger_cli", "demo", "--endpoint", receiver.url],
-        cwd=REPO_ROOT,
-        env=subprocess_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    completed = run_python("-m", "ctxledger_cli", "demo", "--endpoint", receiver.url)
     assert completed.returncode == 0, completed.stderr
     lines = completed.stderr.splitlines()
     losses = [line for line in lines if "LOSS silent" in line]
