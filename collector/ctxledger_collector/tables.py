@@ -343,6 +343,8 @@ class AlertEventRow(SQLModel, table=True):
             unique=True,
         ),
         Index("ix_alert_events_pending", "rule", "agent", "tool", "batch_id"),
+        # The journeys an ingest batch judged, whatever the rule (record_events).
+        Index("ix_alert_events_result", "trace_id", "tool_call_id", "request_key"),
     )
 
     id: int | None = Field(default=None, primary_key=True)

@@ -1,13 +1,17 @@
-"""Recording alert events for the journeys of a long trace, on a real PostgreSQL.
+"""Recording alert events for the journeys of a long trace, and as events pile up.
 
 A trace of 10,000 spans judges ~8,000 journeys in one export; looking their events up
 in one row-value IN list exceeded PostgreSQL's stack depth ("stack depth limit
 exceeded"), which the ingest answered with 503 for ever (found by bench/ingest.py).
+Every batch looks up the events of the journeys it judged: that lookup must search an
+index, or each batch reads every event a long-lived collector has kept.
 """
 
 from __future__ import annotations
 
-from sqlalchemy import select
+from typing import Any
+
+from sqlalchemy import Engine, event, insert, select
 from sqlalchemy.orm import Session
 
 from ctxledger import semconv as sc
@@ -38,5 +42,78 @@ def test_events_of_ten_thousand_journeys_are_recorded_in_one_transaction(
             record_events(session, [*intact, silent], context, now=2.0)
             events = session.execute(select(ALERT_EVENTS.c.tool_call_id)).scalars().all()
         assert events == ["call_silent"]
+    finally:
+        engine.dispose()
+
+
+def _statements_on_alert_events(engine: Engine, run: Any) -> list[tuple[str, Any]]:
+    """The SELECTs on alert_events that ``run()`` executes, with their parameters."""
+    seen: list[tuple[str, Any]] = []
+
+    def note(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
+        if statement.lstrip().upper().startswith(("SELECT", "WITH")) and (
+            "alert_events" in statement
+        ):
+            seen.append((statement, parameters))
+
+    event.listen(engine, "before_cursor_execute", note)
+    try:
+        run()
+    finally:
+        event.remove(engine, "before_cursor_execute", note)
+    return seen
+
+
+def _plan(engine: Engine, statement: str, parameters: Any) -> str:
+    with engine.connect() as connection:
+        if engine.dialect.name == "sqlite":
+            rows = connection.exec_driver_sql(f"EXPLAIN QUERY PLAN {statement}", parameters)
+            return "\n".join(str(row[-1]) for row in rows)
+        rows = connection.exec_driver_sql(f"EXPLAIN {statement}", parameters)
+        return "\n".join(str(row[0]) for row in rows)
+
+
+def test_events_of_a_batch_are_looked_up_by_index_among_many_stored(database_url: str) -> None:
+    upgrade(database_url)
+    engine = make_engine(database_url)
+    stored = [
+        {
+            "rule": "silent-loss",
+            "severity": "critical",
+            "agent": "agent",
+            "tool": "search",
+            "trace_id": f"{n:032x}",
+            "tool_call_id": f"call_{n}",
+            "request_key": "req",
+            "verdict": sc.VERDICT_SILENT,
+            "observed_at": 1.0,
+            "created_at": 1.0,
+            "batch_id": "batch" if n % 2 else None,
+        }
+        for n in range(5_000)
+    ]
+    context = AlertContext(config=default_config(), dashboard_url=None, settle_s=5.0)
+    batch = [
+        Report("cd" * 16, f"call_{i}", "req_1", sc.VERDICT_SILENT, lost_items=1) for i in range(20)
+    ]
+    try:
+        with engine.begin() as connection:
+            connection.execute(insert(ALERT_EVENTS), stored)
+            if engine.dialect.name == "postgresql":
+                connection.exec_driver_sql("ANALYZE alert_events")
+
+        def record() -> None:
+            with Session(engine) as session, session.begin():
+                record_events(session, batch, context, now=2.0)
+
+        lookups = _statements_on_alert_events(engine, record)
+        assert len(lookups) >= 2  # the journeys' events, then the results already notified
+        for statement, parameters in lookups:
+            plan = _plan(engine, statement, parameters)
+            if engine.dialect.name == "sqlite":
+                assert "SCAN t" not in plan and "USING INDEX" in plan, (statement, plan)
+            else:
+                assert "Seq Scan on alert_events" not in plan, (statement, plan)
+                assert "Index" in plan, (statement, plan)
     finally:
         engine.dispose()

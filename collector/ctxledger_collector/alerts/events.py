@@ -13,11 +13,11 @@ PostgreSQL; SQLite writers are serialised), so two collectors never notify a gro
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
-from sqlalchemy import Engine, delete, insert, select, tuple_, update
+from sqlalchemy import Engine, delete, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -25,9 +25,11 @@ from ctxledger.verdicts import Report
 from ctxledger_collector.alerts.config import AlertsConfig
 from ctxledger_collector.alerts.match import matching_rules
 from ctxledger_collector.alerts.payload import build_payload
+from ctxledger_collector.statements import Statements
 from ctxledger_collector.tables import ALERT_EVENTS, ALERT_GROUPS, NOTIFICATIONS
 
 GroupKey = tuple[str, str, str]  # rule, agent, tool
+JourneyKey = tuple[str, str, str]  # trace id, tool call id, request key
 
 
 @dataclass(frozen=True)
@@ -37,12 +39,6 @@ class AlertContext:
     #: Events wait this long before they are notified, so stages that arrive out of order
     #: (a declaration after the loss, a manifest before the stages) correct them first.
     settle_s: float = 0.0
-
-
-# PostgreSQL parses a row-value IN list recursively: some 7,800 (trace, call, request)
-# tuples in one statement exceed its default max_stack_depth ("stack depth limit
-# exceeded"), which a trace of 10,000 spans reaches. Look them up in slices.
-_KEYS_PER_LOOKUP = 500
 
 
 def _insert(dialect: str) -> Any:
@@ -91,22 +87,7 @@ def record_events(
     if not judged:
         return 0
     columns = ALERT_EVENTS.c
-    journey_columns = (columns.trace_id, columns.tool_call_id, columns.request_key)
-    keys = sorted(judged)
-    existing = [
-        row
-        for start in range(0, len(keys), _KEYS_PER_LOOKUP)
-        for row in session.execute(
-            select(
-                columns.id,
-                columns.rule,
-                columns.agent,
-                columns.tool,
-                columns.batch_id,
-                *journey_columns,
-            ).where(tuple_(*journey_columns).in_(keys[start : start + _KEYS_PER_LOOKUP]))
-        )
-    ]
+    existing = _events_of_journeys(session, sorted(judged))
     notified = {
         (row.rule, row.trace_id, row.tool_call_id, row.request_key)
         for row in existing
@@ -162,23 +143,46 @@ def record_events(
     return changed
 
 
+class _StoredEvent(NamedTuple):
+    id: int
+    rule: str
+    agent: str
+    tool: str
+    batch_id: str | None
+    trace_id: str
+    tool_call_id: str
+    request_key: str
+
+
+def _events_of_journeys(session: Session, journeys: Sequence[JourneyKey]) -> list[_StoredEvent]:
+    """The stored events of these (trace, call, request key) journeys, of every rule: one
+    statement joining the keys to ``ix_alert_events_result``, as ingest reads its rows."""
+    connection = session.connection()
+    rows = Statements(connection.dialect.name).select_keys(
+        connection,
+        ALERT_EVENTS,
+        _StoredEvent._fields,
+        ("trace_id", "tool_call_id", "request_key"),
+        journeys,
+        index="ix_alert_events_result",
+    )
+    return [_StoredEvent(*row) for row in rows]
+
+
 def _notified_results(
     session: Session, results: set[tuple[str, str, str]]
 ) -> set[tuple[str, str, str]]:
     """Which of the (rule, trace, call) results already have a notified event."""
-    columns = ALERT_EVENTS.c
-    result_columns = (columns.rule, columns.trace_id, columns.tool_call_id)
-    keys = sorted(results)
-    return {
-        (row.rule, row.trace_id, row.tool_call_id)
-        for start in range(0, len(keys), _KEYS_PER_LOOKUP)
-        for row in session.execute(
-            select(*result_columns).where(
-                tuple_(*result_columns).in_(keys[start : start + _KEYS_PER_LOOKUP]),
-                columns.batch_id.is_not(None),
-            )
-        )
-    }
+    connection = session.connection()
+    rows = Statements(connection.dialect.name).select_keys(
+        connection,
+        ALERT_EVENTS,
+        ("rule", "trace_id", "tool_call_id", "batch_id"),
+        ("rule", "trace_id", "tool_call_id"),
+        sorted(results),
+        index="ix_alert_events_journey",
+    )
+    return {(rule, trace_id, call_id) for rule, trace_id, call_id, batch_id in rows if batch_id}
 
 
 def _touch_group(session: Session, dialect: str, key: GroupKey, severity: str, now: float) -> None:
