@@ -36,7 +36,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from benchkit import floor, verify, workload
+from benchkit import cpu_time, floor, verify, workload
 from benchkit.collector_process import collector
 from benchkit.databases import (
     DATABASES,
@@ -48,6 +48,7 @@ from benchkit.growth_pairs import measure_growth
 from benchkit.ingest_options import parse_args
 from benchkit.ingest_report import (
     Point,
+    cpu_split,
     print_end_to_end,
     print_growth,
     print_growth_pairs,
@@ -77,7 +78,9 @@ def run_point(
         collector(url, workdir / f"serve-{name}.log", settings, workers=workers) as running,
     ):
         sampler = RssSampler(running.pid).start()
+        cpu_before = cpu_time.snapshot(running.pid)
         result = feed(running.traces_endpoint, batches_of(load.spans, batch), threads, 60.0)
+        cpu = cpu_time.between(cpu_before, cpu_time.snapshot(running.pid))
         peak = sampler.stop()
         stored = verify.read_stored(url, running.base_url)
         size = stored_bytes(url)
@@ -95,6 +98,7 @@ def run_point(
         completeness,
         stored.reports,
         size,
+        cpu,
     )
 
 
@@ -181,7 +185,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     pairs[database].append((floor_s, point))
                     print(
                         f"  {database:<10} traces of {load.spans_per_trace:>6,}: "
-                        f"{point.spans_per_s:>7,.0f} spans/s, peak RSS {mib(point.peak_rss_kib)}"
+                        f"{point.spans_per_s:>7,.0f} spans/s, peak RSS {mib(point.peak_rss_kib)}, "
+                        f"CPU {cpu_split(point)}"
                         + (
                             f"; floor {len(loads[0].spans) / floor_s:,.0f} spans/s, "
                             f"ratio {point.seconds and floor_s / point.seconds:.2f}"

@@ -1,25 +1,33 @@
 """The collector's own cost per span, without HTTP and without a client on its cores:
 the same request bodies as ``bench/ingest.py``, decoded (``decode_export_request``) and
-stored and judged (``Store.ingest``) in this process on a fresh SQLite file, in pairs
-with the floor (``benchkit.floor``) measured right before each. The garbage collector
+stored and judged (``Store.ingest``) in this process on a fresh SQLite file (or a fresh
+PostgreSQL database, ``--database postgresql``), in pairs with the same database's floor
+(``benchkit.floor``) measured right before each. The garbage collector
 is set as the served app sets it (start-up frozen, ``SERVING_GC_THRESHOLDS``).
 
     .venv/bin/python bench/ingest_in_process.py [--spans 20000] [--trace-spans 200] [--pairs 3]
+    .venv/bin/python bench/ingest_in_process.py --database postgresql
 
 Prints, per pair, decode and store microseconds per span, spans/s, the floor's spans/s
-and the ratio; then the median pair. A benchmark: it prints numbers and asserts nothing.
+and the ratio, and on PostgreSQL the CPU its server processes spent per span while the
+collector stored (what the store's wall time waits for); then the median pair.
+A benchmark: it prints numbers and asserts nothing.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import os
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-from benchkit import floor, workload
+from benchkit import cpu_time, floor, workload
+from benchkit.databases import fresh_postgres, fresh_postgres_raw, pg_admin_url_from_env
 from benchkit.exporting import batches_of
 from ctxledger.verdicts import Tolerances
 from ctxledger_collector.app import SERVING_GC_THRESHOLDS
@@ -30,10 +38,28 @@ from ctxledger_collector.otlp_decode import PROTOBUF, decode_export_request
 from ctxledger_collector.store import Store
 
 
-def collector_seconds(bodies: list[bytes], workdir: Path) -> tuple[float, float]:
-    """(decode seconds, store-and-judge seconds) for ``bodies`` on a fresh SQLite file."""
-    url = f"sqlite:///{workdir / 'in-process.db'}"
-    upgrade(url)
+@contextmanager
+def fresh_collector_database(database: str, workdir: Path) -> Iterator[str]:
+    """A migrated, empty collector database: a SQLite file in ``workdir`` or a
+    PostgreSQL database dropped afterwards."""
+    if database == "sqlite":
+        url = f"sqlite:///{workdir / 'in-process.db'}"
+        upgrade(url)
+        yield url
+    else:
+        with fresh_postgres(pg_admin_url_from_env()) as url:
+            yield url
+
+
+def floor_seconds(database: str, bodies: list[bytes], workdir: Path) -> float:
+    if database == "sqlite":
+        return floor.sqlite_floor(bodies, workdir)
+    with fresh_postgres_raw(pg_admin_url_from_env()) as libpq_url:
+        return floor.postgres_floor(bodies, libpq_url)
+
+
+def collector_seconds(url: str, bodies: list[bytes]) -> tuple[float, float]:
+    """(decode seconds, store-and-judge seconds) for ``bodies`` on the database ``url``."""
     engine = make_engine(url)
     store = Store(engine, Tolerances())
     decoding = storing = 0.0
@@ -56,6 +82,7 @@ def main() -> int:
     parser.add_argument("--trace-spans", type=int, default=200)
     parser.add_argument("--batch", type=int, default=512)
     parser.add_argument("--pairs", type=int, default=3)
+    parser.add_argument("--database", choices=("sqlite", "postgresql"), default="sqlite")
     args = parser.parse_args()
     load = workload.build(args.spans, args.trace_spans)
     bodies = floor.request_bodies(batches_of(load.spans, args.batch))
@@ -65,19 +92,33 @@ def main() -> int:
     gc.freeze()
     gc.set_threshold(*SERVING_GC_THRESHOLDS)
     spans = len(load.spans)
-    print(f"{spans:,} spans, {load.traces} runs of {load.spans_per_trace}, batches of {args.batch}")
+    print(
+        f"{spans:,} spans, {load.traces} runs of {load.spans_per_trace}, batches of "
+        f"{args.batch}, {args.database}"
+    )
     ratios = []
     for pair in range(1, args.pairs + 1):
         with tempfile.TemporaryDirectory() as folder:
-            floor_s = floor.sqlite_floor(bodies, Path(folder))
-        with tempfile.TemporaryDirectory() as folder:
-            decoding, storing = collector_seconds(bodies, Path(folder))
+            floor_s = floor_seconds(args.database, bodies, Path(folder))
+        with (
+            tempfile.TemporaryDirectory() as folder,
+            fresh_collector_database(args.database, Path(folder)) as url,
+        ):
+            before = cpu_time.snapshot(os.getpid())
+            decoding, storing = collector_seconds(url, bodies)
+            used = cpu_time.between(before, cpu_time.snapshot(os.getpid()))
         total = decoding + storing
         ratios.append(floor_s / total)
+        server = (
+            f"; database server CPU {used.database_s * 1e6 / spans:.1f} us/span"
+            if args.database == "postgresql"
+            else ""
+        )
         print(
             f"pair {pair}: decode {decoding * 1e6 / spans:.1f} + store and judge "
             f"{storing * 1e6 / spans:.1f} us/span = {spans / total:,.0f} spans/s; "
-            f"floor {spans / floor_s:,.0f} spans/s; collector ÷ floor {floor_s / total:.2f}",
+            f"floor {spans / floor_s:,.0f} spans/s; collector ÷ floor {floor_s / total:.2f}"
+            + server,
             flush=True,
         )
     print(f"median collector ÷ floor: {sorted(ratios)[len(ratios) // 2]:.2f}")

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from benchkit import verify
+from benchkit.cpu_time import CpuUse
 from benchkit.tables import mib, print_table, ratio
 
 
@@ -25,6 +26,7 @@ class Point:
     completeness: verify.Completeness
     reports: int
     stored_bytes: int
+    cpu: CpuUse
 
     @property
     def bytes_per_span(self) -> float:
@@ -33,6 +35,18 @@ class Point:
     @property
     def spans_per_s(self) -> float:
         return self.spans / self.seconds
+
+
+def cpu_split(point: Point) -> str:
+    """CPU milliseconds per 1,000 spans: client / collector / database server, and the
+    cores the three kept busy together over the run's wall time."""
+    per_k = 1000 / point.spans * 1000
+    cpu = point.cpu
+    return (
+        f"{cpu.client_s * per_k:,.0f} / {cpu.collector_s * per_k:,.0f} / "
+        f"{cpu.database_s * per_k:,.0f} ms per 1k spans, "
+        f"{cpu.total_s / point.seconds:.2f} cores"
+    )
 
 
 def _stored(point: Point) -> str:
@@ -60,6 +74,7 @@ def print_end_to_end(points: Sequence[Point], floors: dict[str, float], spans: i
                 f"{spans / floors[p.database]:,.0f}" if p.database in floors else "n/a",
                 ratio(p.spans_per_s, spans / floors[p.database] if p.database in floors else None),
                 mib(p.peak_rss_kib),
+                cpu_split(p),
                 _stored(p),
                 f"{p.reports:,}",
                 _answers(p.statuses),
@@ -75,6 +90,7 @@ def print_end_to_end(points: Sequence[Point], floors: dict[str, float], spans: i
             "floor spans/s",
             "end-to-end ÷ floor",
             "collector peak RSS",
+            "CPU: client / collector / database",
             "stored",
             "reports",
             "HTTP answers",
