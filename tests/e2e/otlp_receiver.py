@@ -322,6 +322,8 @@ class OTLPReceiver:
     def url(self) -> str:
         """The base URL, e.g. ``http://127.0.0.1:43125`` (what OTLP calls the endpoint)."""
         host = self._server.server_address[0]
+        if isinstance(host, bytes):  # a Unix socket's address; ours is a TCP host
+            host = host.decode()
         return f"http://{host}:{self.port}"
 
     @property

@@ -98,7 +98,11 @@ def _no_duplicate_alerts(database_url: str) -> None:
 def test_kill_9_under_load_ten_times_loses_no_acknowledged_span(tmp_path: Path) -> None:
     port = free_port()
     database_url = f"sqlite:///{tmp_path / 'ctxledger.db'}"
-    collector = ServeProcess(_env(tmp_path), tmp_path / "serve.log", port=port)
+    # A kill between a notification's claim and its "delivered" leaves the killed
+    # worker's lease; a short one expires within the clean run at the end, whose worker
+    # then delivers the notification again (at least once) and must leave no lease.
+    env = _env(tmp_path, CTXLEDGER_ALERT_LEASE_S="2")
+    collector = ServeProcess(env, tmp_path / "serve.log", port=port)
     load = Load(collector.url, journeys=5, senders=2, timeout_s=3)
     try:
         for kill in range(10):
