@@ -41,7 +41,6 @@ from benchkit.collector_process import collector
 from benchkit.databases import (
     DATABASES,
     fresh_database,
-    fresh_postgres_raw,
 )
 from benchkit.exporting import batches_of, feed, quiet_exporter_logs
 from benchkit.growth_pairs import measure_growth
@@ -102,21 +101,6 @@ def run_point(
     )
 
 
-def measure_floor(
-    database: str,
-    bodies: Sequence[bytes],
-    workdir: Path,
-    pg_admin_url: str,
-    sqlite_synchronous: str = "FULL",
-) -> float:
-    """The floor's seconds for ``bodies``; on SQLite with the collector's own durability
-    (``synchronous``), so both sides pay the same syncs."""
-    if database == "sqlite":
-        return floor.sqlite_floor(bodies, workdir, sqlite_synchronous)
-    with fresh_postgres_raw(pg_admin_url) as libpq_url:
-        return floor.postgres_floor(bodies, libpq_url)
-
-
 def _stop(signum: int, _frame: object) -> None:
     # Unwind through the ``finally`` blocks: stop the collector, drop the temp databases.
     raise SystemExit(128 + signum)
@@ -175,7 +159,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     if database == "postgresql" and 0 < args.pg_max_length < load.spans_per_trace:
                         continue
                     floor_s = (
-                        measure_floor(
+                        floor.floor_seconds(
                             database, bodies, workdir, args.pg_admin_url, args.sqlite_synchronous
                         )
                         if index == 0

@@ -22,12 +22,10 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from benchkit import cpu_time, floor, workload
-from benchkit.databases import fresh_postgres, fresh_postgres_raw, pg_admin_url_from_env
+from benchkit.databases import fresh_database, pg_admin_url_from_env
 from benchkit.exporting import batches_of
 from ctxledger.verdicts import Tolerances
 from ctxledger_collector.app import SERVING_GC_THRESHOLDS
@@ -36,26 +34,6 @@ from ctxledger_collector.database import make_engine
 from ctxledger_collector.migrate import upgrade
 from ctxledger_collector.otlp_decode import PROTOBUF, decode_export_request
 from ctxledger_collector.store import Store
-
-
-@contextmanager
-def fresh_collector_database(database: str, workdir: Path) -> Iterator[str]:
-    """A migrated, empty collector database: a SQLite file in ``workdir`` or a
-    PostgreSQL database dropped afterwards."""
-    if database == "sqlite":
-        url = f"sqlite:///{workdir / 'in-process.db'}"
-        upgrade(url)
-        yield url
-    else:
-        with fresh_postgres(pg_admin_url_from_env()) as url:
-            yield url
-
-
-def floor_seconds(database: str, bodies: list[bytes], workdir: Path) -> float:
-    if database == "sqlite":
-        return floor.sqlite_floor(bodies, workdir)
-    with fresh_postgres_raw(pg_admin_url_from_env()) as libpq_url:
-        return floor.postgres_floor(bodies, libpq_url)
 
 
 def collector_seconds(url: str, bodies: list[bytes]) -> tuple[float, float]:
@@ -96,14 +74,16 @@ def main() -> int:
         f"{spans:,} spans, {load.traces} runs of {load.spans_per_trace}, batches of "
         f"{args.batch}, {args.database}"
     )
+    admin_url = pg_admin_url_from_env()
     ratios = []
     for pair in range(1, args.pairs + 1):
         with tempfile.TemporaryDirectory() as folder:
-            floor_s = floor_seconds(args.database, bodies, Path(folder))
+            floor_s = floor.floor_seconds(args.database, bodies, Path(folder), admin_url)
         with (
             tempfile.TemporaryDirectory() as folder,
-            fresh_collector_database(args.database, Path(folder)) as url,
+            fresh_database(args.database, Path(folder), "in-process", admin_url) as url,
         ):
+            upgrade(url)  # a fresh PostgreSQL database is migrated already; SQLite is not
             before = cpu_time.snapshot(os.getpid())
             decoding, storing = collector_seconds(url, bodies)
             used = cpu_time.between(before, cpu_time.snapshot(os.getpid()))

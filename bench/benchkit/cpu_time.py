@@ -11,7 +11,7 @@ from pathlib import Path
 from benchkit.process_memory import process_tree
 
 _PROC = Path("/proc")
-_TICKS_PER_S = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+_TICKS_PER_S = os.sysconf("SC_CLK_TCK")
 
 
 def _cpu_s(pid: int) -> float:
@@ -42,20 +42,18 @@ def _named(command: str) -> list[int]:
 class CpuSnapshot:
     client_s: float
     collector_s: float
-    database_s: float
-    per_process: dict[int, float]
+    #: CPU seconds of each database server process, by pid.
+    database: dict[int, float]
 
 
 def snapshot(collector_pid: int) -> CpuSnapshot:
     """The CPU seconds so far of this process, the collector's tree and every process
     named ``postgres`` (the server's backends and its WAL writer and checkpointer)."""
     times = os.times()
-    database = {pid: _cpu_s(pid) for pid in _named("postgres")}
     return CpuSnapshot(
         client_s=times.user + times.system,
         collector_s=sum(_cpu_s(pid) for pid in process_tree(collector_pid)),
-        database_s=sum(database.values()),
-        per_process=database,
+        database={pid: _cpu_s(pid) for pid in _named("postgres")},
     )
 
 
@@ -76,7 +74,7 @@ def between(before: CpuSnapshot, after: CpuSnapshot) -> CpuUse:
     # A backend that started during the run counts from zero; one that ended is lost,
     # which the collector's pooled connections do not do while it runs.
     database = sum(
-        seconds - before.per_process.get(pid, 0.0) for pid, seconds in after.per_process.items()
+        seconds - before.database.get(pid, 0.0) for pid, seconds in after.database.items()
     )
     return CpuUse(
         client_s=after.client_s - before.client_s,

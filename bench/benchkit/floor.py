@@ -23,6 +23,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.sdk.trace import ReadableSpan
 
+from benchkit.databases import fresh_postgres_raw
 from ctxledger import semconv as sc
 
 Row = tuple[str, str, str, int, str | None, str | None, str | None, str]
@@ -113,3 +114,19 @@ def postgres_floor(bodies: Sequence[bytes], libpq_url: str) -> float:
                     copy.write_row(row)
             connection.commit()
         return time.perf_counter() - started
+
+
+def floor_seconds(
+    database: str,
+    bodies: Sequence[bytes],
+    workdir: Path,
+    pg_admin_url: str,
+    sqlite_synchronous: str = "FULL",
+) -> float:
+    """The floor's seconds for ``bodies`` on ``database`` (a fresh PostgreSQL database,
+    dropped afterwards); on SQLite with the collector's own durability (``synchronous``),
+    so both sides pay the same syncs."""
+    if database == "sqlite":
+        return sqlite_floor(bodies, workdir, sqlite_synchronous)
+    with fresh_postgres_raw(pg_admin_url) as libpq_url:
+        return postgres_floor(bodies, libpq_url)
