@@ -342,7 +342,17 @@ class AlertEventRow(SQLModel, table=True):
             "request_key",
             unique=True,
         ),
-        Index("ix_alert_events_pending", "rule", "agent", "tool", "batch_id"),
+        # The events not yet notified (batch_id NULL), by group: only those are in it, so
+        # the delivery worker's tick reads what is pending, not every event ever kept.
+        Index(
+            "ix_alert_events_unbatched",
+            "rule",
+            "agent",
+            "tool",
+            "created_at",
+            sqlite_where=text("batch_id IS NULL"),
+            postgresql_where=text("batch_id IS NULL"),
+        ),
         # The journeys an ingest batch judged, whatever the rule (record_events).
         Index("ix_alert_events_result", "trace_id", "tool_call_id", "request_key"),
     )

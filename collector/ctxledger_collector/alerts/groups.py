@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from sqlalchemy import Engine, insert, select, update
+from sqlalchemy import Engine, and_, insert, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -146,19 +146,45 @@ def notify_group_if_due(session: Session, key: GroupKey, context: AlertContext, 
     return True
 
 
-def flush_due_groups(engine: Engine, context: AlertContext, now: float) -> int:
-    """Notify the pending events of every group whose window has passed."""
-    with Session(engine) as session:
-        keys = sorted(
-            {
-                (r[0], r[1], r[2])
-                for r in session.execute(
-                    select(ALERT_EVENTS.c.rule, ALERT_EVENTS.c.agent, ALERT_EVENTS.c.tool)
-                    .where(ALERT_EVENTS.c.batch_id.is_(None))
-                    .distinct()
-                )
-            }
+def due_group_keys(session: Session, context: AlertContext, now: float) -> list[GroupKey]:
+    """The groups with settled pending events that may be notified now: not firing, or
+    last notified a group window ago or longer. One read of the pending events' partial
+    index; ``notify_group_if_due`` decides again with the group locked."""
+    events, groups = ALERT_EVENTS.c, ALERT_GROUPS.c
+    pending = (
+        select(events.rule, events.agent, events.tool)
+        .where(events.batch_id.is_(None), events.created_at <= now - context.settle_s)
+        .group_by(events.rule, events.agent, events.tool)
+        .subquery()
+    )
+    quiet_since = now - context.config.group_window_s
+    due = (
+        select(pending.c.rule, pending.c.agent, pending.c.tool)
+        .join(
+            ALERT_GROUPS,
+            and_(
+                groups.rule == pending.c.rule,
+                groups.agent == pending.c.agent,
+                groups.tool == pending.c.tool,
+            ),
         )
+        .where(
+            or_(
+                groups.state != "firing",
+                groups.last_notified_at.is_(None),
+                groups.last_notified_at <= quiet_since,
+            )
+        )
+        .order_by(pending.c.rule, pending.c.agent, pending.c.tool)
+    )
+    return [(row[0], row[1], row[2]) for row in session.execute(due)]
+
+
+def flush_due_groups(engine: Engine, context: AlertContext, now: float) -> int:
+    """Notify the pending events of every group whose window has passed. A tick while
+    every group with pending events was notified within its window is one read."""
+    with Session(engine) as session:
+        keys = due_group_keys(session, context, now)
     sent = 0
     for key in keys:
         with Session(engine) as session, session.begin():
