@@ -16,7 +16,7 @@ from ctxledger_collector.admission import IngestAdmission
 from ctxledger_collector.alerts.config import default_config, load_alerts_config
 from ctxledger_collector.alerts.delivery import DeliveryWorker
 from ctxledger_collector.alerts.events import AlertContext
-from ctxledger_collector.database import make_engine
+from ctxledger_collector.database import is_storage_outage, make_engine
 from ctxledger_collector.exit_deadline import arm_exit_deadline
 from ctxledger_collector.forwarding.forwarder import Forwarder
 from ctxledger_collector.ingest_spool import IngestSpool
@@ -33,11 +33,14 @@ from ctxledger_collector.settings import Settings
 from ctxledger_collector.spool_replay import SpoolReplayer
 from ctxledger_collector.state import AppState
 from ctxledger_collector.store import Store
+from ctxledger_collector.table_statistics import analyse_new_tables
 
 logger = logging.getLogger("ctxledger.collector")
 
 #: At shutdown, how long the spool replayer may take to finish the export it is storing.
 _REPLAY_STOP_S = 5.0
+#: How often PostgreSQL tables without statistics are looked for (one catalog read).
+_STATISTICS_CHECK_S = 2.0
 
 
 class SchemaNotMigrated(RuntimeError):
@@ -66,6 +69,23 @@ async def _sweep_forever(state: AppState) -> None:
             await run_in_threadpool(ensure_ahead, state.engine, state.settings.partition_runs)
         except Exception as error:  # a failed sweep is retried at the next tick
             logger.warning("ctxledger collector: sweep failed: %s", error)
+
+
+async def _analyse_new_tables_forever(state: AppState) -> None:
+    """Give new PostgreSQL tables and partitions their first statistics within seconds
+    (autovacuum may take a minute, while the ingest's lookups are planned from guesses)."""
+    while True:
+        await asyncio.sleep(_STATISTICS_CHECK_S)
+        try:
+            analysed = await run_in_threadpool(analyse_new_tables, state.engine)
+        except Exception as error:
+            if is_storage_outage(error):
+                continue  # tried again once the database is back
+            # e.g. not the tables' owner: autovacuum still gives them statistics
+            logger.warning("ctxledger collector: could not analyse new tables: %s", error)
+            return
+        if analysed:
+            logger.info("ctxledger collector: first statistics of %s", ", ".join(analysed))
 
 
 async def _retain_forever(state: AppState) -> None:
@@ -147,6 +167,9 @@ def create_app(settings: Settings | None = None, exit_deadline_s: float | None =
         await run_in_threadpool(ensure_ahead, engine, settings.partition_runs)
         sweeper = asyncio.create_task(_sweep_forever(state))
         retainer = asyncio.create_task(_retain_forever(state))
+        background = [sweeper, retainer]
+        if engine.dialect.name == "postgresql":
+            background.append(asyncio.create_task(_analyse_new_tables_forever(state)))
         worker.start()
         forwarder.start()
         replayer.start()  # a spool left by an earlier process is replayed now
@@ -165,7 +188,7 @@ def create_app(settings: Settings | None = None, exit_deadline_s: float | None =
         finally:
             gc.set_threshold(*thresholds)
             gc.unfreeze()
-            for task in (sweeper, retainer):
+            for task in background:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task

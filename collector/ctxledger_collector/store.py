@@ -29,6 +29,7 @@ from ctxledger_collector.alerts.events import AlertContext, record_events
 from ctxledger_collector.call_records import write_issuers, write_origins
 from ctxledger_collector.database import is_storage_outage
 from ctxledger_collector.journey_counts import COUNTED_COLUMNS, count_journeys
+from ctxledger_collector.lookup_plans import plan_lookups_by_index
 from ctxledger_collector.lost_results import mark_first_losses
 from ctxledger_collector.otlp_decode import DecodedBatch, Rejection
 from ctxledger_collector.rejection_codes import DATABASE_REFUSED
@@ -117,6 +118,7 @@ class Store:
             return outcome
         with self.writer, self.engine.begin() as connection:
             lock_traces(connection, runs)
+            plan_lookups_by_index(connection)
             run_ids = self._upsert_runs(connection, list(runs.values()))
             state = SqlTraceState(connection, run_ids)
             replaced = state.manifests(
@@ -224,6 +226,7 @@ class Store:
             return outcome
         with self.writer, self.engine.begin() as connection:
             lock_traces(connection, {row[0] for row in due})
+            plan_lookups_by_index(connection)
             state = SqlTraceState(connection, {row[0]: row[1] for row in due})
             plan = plan_sweep((row[0], row[2], row[3] or None) for row in due)
             judgments = rejudge(plan, state, tolerances=self.tolerances, now=now)
