@@ -94,18 +94,23 @@ def _read_data(text: str, keys: Sequence[str]) -> Reading:
     jsonl = _read_json_lines(text)
     if jsonl is not None:
         return jsonl
-    if _JSON_START.match(text):
-        recovered = recover_items(text, keys)
-        if recovered is not None:
-            return Reading(sc.FORMAT_JSON_CUT, recovered, data=True, cut=True)
+    recovered = recover_items(text, keys) if _JSON_START.match(text) else None
+    if recovered:
+        return Reading(sc.FORMAT_JSON_CUT, recovered, data=True, cut=True)
     try:
         value, whole = read_python(text)
+        python = True
     except NotPython:
-        return Reading(sc.FORMAT_UNPARSED, None)
-    records = find_item_list(value, keys)
+        value, whole, python = None, False, False
     if whole:
-        return Reading(sc.FORMAT_PYTHON, records, data=True, value=value)
-    return Reading(sc.FORMAT_PYTHON_CUT, records, data=True, cut=True)
+        # Not a cut JSON text whose records were all lost: Python's str() of records
+        # whose strings hold brackets (the JSON scan reads ``'[{'`` as structure).
+        return Reading(sc.FORMAT_PYTHON, find_item_list(value, keys), data=True, value=value)
+    if recovered is not None:  # a JSON text cut before its first complete record
+        return Reading(sc.FORMAT_JSON_CUT, recovered, data=True, cut=True)
+    if not python:
+        return Reading(sc.FORMAT_UNPARSED, None)
+    return Reading(sc.FORMAT_PYTHON_CUT, find_item_list(value, keys), data=True, cut=True)
 
 
 def _read_json_lines(text: str) -> Reading | None:

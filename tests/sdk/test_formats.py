@@ -295,6 +295,22 @@ def test_the_same_records_in_every_format_have_one_count_and_digest(records, fmt
 _data_openers = st.sampled_from(["[{'id': 1}, ", "{'results': [", "[{", "{'a': ", "(", "[['x'"])
 
 
+@pytest.mark.parametrize(
+    "records",
+    [
+        [{"id": "r-0", "title": "[{"}],  # found by hypothesis: the JSON scan's brackets
+        [{"id": "a", "title": "[{"}, {"id": "b"}],
+        [{"id": "a", "note": "]"}],
+    ],
+)
+def test_python_records_whose_strings_hold_brackets_are_python_not_a_cut_json(
+    records: list[dict[str, str]],
+) -> None:
+    measured = measure_text(str(records))
+    assert measured.format == sc.FORMAT_PYTHON and measured.items == len(records)
+    assert measure_text('{"results": [{"id": 1, "na').format == sc.FORMAT_JSON_CUT
+
+
 @settings(max_examples=200, deadline=None)
 @given(opener=_data_openers, garbage=st.text(max_size=40))
 def test_text_that_looks_like_data_never_counts_zero_unless_it_was_cut(opener, garbage):
