@@ -222,7 +222,10 @@ class ReportRow(SQLModel, table=True):
     # pages by cursor on any of them.
     __table_args__ = (
         Index("ix_reports_journey", "run_id", "tool_call_id", "request_key", unique=True),
-        Index("ix_reports_request", "run_id", "request_key"),
+        # Request key first: an index that starts with the run would also serve lookups by
+        # the run alone, and PostgreSQL chose it for a run's reports by call id, filtering
+        # every report of the run per key, where the journey index finds them.
+        Index("ix_reports_request", "request_key", "run_id"),
         Index("ix_reports_time", "last_observed_at", "id"),
         Index("ix_reports_verdict_time", "verdict", "last_observed_at", "id"),
         Index("ix_reports_tool_time", "tool_name", "last_observed_at", "id"),

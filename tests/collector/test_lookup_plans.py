@@ -124,3 +124,56 @@ def test_the_planner_settings_end_with_the_writers_transaction(engine: Engine) -
     store.ingest(run_batch(1))
     store.sweep_unsettled()
     assert settings_of(engine) == before
+
+
+def long_run_batch(first_call: int, calls: int) -> DecodedBatch:
+    """``calls`` more tool results of one long run (one request each)."""
+    trace_id = "ab" * 16
+    measurements = [
+        Measurement(
+            trace_id,
+            f"call_{n}",
+            stage,
+            order,
+            chars=500,
+            request_id=f"req_{n}" if stage in (sc.STAGE_ASSEMBLED, sc.STAGE_SENT) else None,
+            tool_name="search",
+            step=n,
+        )
+        for n in range(first_call, first_call + calls)
+        for stage, order in STAGES
+    ]
+    manifests = [
+        Manifest(trace_id, f"req_{n}", step=n + 1, tool_call_ids=(f"call_{n}",))
+        for n in range(first_call, first_call + calls)
+    ]
+    return DecodedBatch(
+        measurements=[DecodedMeasurement(m, {}, None) for m in measurements],
+        manifests=[DecodedManifest(m, {}, None) for m in manifests],
+    )
+
+
+def test_a_long_runs_reports_are_looked_up_by_call_through_the_journey_index(
+    engine: Engine,
+) -> None:
+    store = Store(engine, Tolerances())
+    for first in range(0, 3_000, 100):  # one run of 3,000 journeys
+        store.ingest(long_run_batch(first, 100))
+    by_call = [
+        (statement, parameters)
+        for statement, parameters in selects_of(
+            engine, lambda: store.ingest(long_run_batch(3_000, 100))
+        )
+        if "JOIN reports t ON t.run_id = k.run_id AND t.tool_call_id = k.tool_call_id" in statement
+        and "request_key = k.request_key" not in statement
+    ]
+    assert by_call
+    with engine.begin() as connection:
+        plan_lookups_by_index(connection)
+        for statement, parameters in by_call:
+            rows = connection.exec_driver_sql(f"EXPLAIN {statement}", parameters)
+            plan = "\n".join(str(row[0]) for row in rows)
+            # the journey index (run, call, request key), not one that starts with the run
+            # alone and would filter every report of the run for each key
+            assert "run_id_request_key_idx" not in plan, plan
+            assert "run_id_tool_call_id_request_key_idx" in plan, plan
