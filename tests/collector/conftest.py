@@ -10,6 +10,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from sqlalchemy import Engine
 
 from ctxledger.verdicts import Tolerances
 from ctxledger_collector.database import make_engine
@@ -42,6 +43,15 @@ def postgres_url() -> Iterator[str]:
     """A fresh, empty PostgreSQL database for one test, dropped afterwards."""
     with fresh_postgres_database() as url:
         yield url
+
+
+@pytest.fixture
+def postgres_engine(postgres_url: str) -> Iterator[Engine]:
+    """An engine on a fresh, migrated PostgreSQL database."""
+    upgrade(postgres_url)
+    engine = make_engine(postgres_url)
+    yield engine
+    engine.dispose()
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

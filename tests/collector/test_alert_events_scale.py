@@ -22,6 +22,7 @@ from ctxledger_collector.alerts.groups import due_group_keys, flush_due_groups
 from ctxledger_collector.database import make_engine
 from ctxledger_collector.migrate import upgrade
 from ctxledger_collector.tables import ALERT_EVENTS, ALERT_GROUPS
+from tests.collector.sql_plans import plan_of, reads_of
 
 
 def test_events_of_ten_thousand_journeys_are_recorded_in_one_transaction(
@@ -45,33 +46,6 @@ def test_events_of_ten_thousand_journeys_are_recorded_in_one_transaction(
         assert events == ["call_silent"]
     finally:
         engine.dispose()
-
-
-def _statements_on_alert_events(engine: Engine, run: Any) -> list[tuple[str, Any]]:
-    """The SELECTs on alert_events that ``run()`` executes, with their parameters."""
-    seen: list[tuple[str, Any]] = []
-
-    def note(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
-        if statement.lstrip().upper().startswith(("SELECT", "WITH")) and (
-            "alert_events" in statement
-        ):
-            seen.append((statement, parameters))
-
-    event.listen(engine, "before_cursor_execute", note)
-    try:
-        run()
-    finally:
-        event.remove(engine, "before_cursor_execute", note)
-    return seen
-
-
-def _plan(engine: Engine, statement: str, parameters: Any) -> str:
-    with engine.connect() as connection:
-        if engine.dialect.name == "sqlite":
-            rows = connection.exec_driver_sql(f"EXPLAIN QUERY PLAN {statement}", parameters)
-            return "\n".join(str(row[-1]) for row in rows)
-        rows = connection.exec_driver_sql(f"EXPLAIN {statement}", parameters)
-        return "\n".join(str(row[0]) for row in rows)
 
 
 def test_events_of_a_batch_are_looked_up_by_index_among_many_stored(database_url: str) -> None:
@@ -107,10 +81,10 @@ def test_events_of_a_batch_are_looked_up_by_index_among_many_stored(database_url
             with Session(engine) as session, session.begin():
                 record_events(session, batch, context, now=2.0)
 
-        lookups = _statements_on_alert_events(engine, record)
+        lookups = reads_of(engine, record, ["alert_events"])
         assert len(lookups) >= 2  # the journeys' events, then the results already notified
         for statement, parameters in lookups:
-            plan = _plan(engine, statement, parameters)
+            plan = plan_of(engine, statement, parameters)
             if engine.dialect.name == "sqlite":
                 assert "SCAN t" not in plan and "USING INDEX" in plan, (statement, plan)
             else:
@@ -209,14 +183,14 @@ def test_a_tick_with_no_group_due_is_one_read_of_the_pending_events_index(
 
         event.listen(engine, "begin", began)
         try:  # ... so the next tick finds none, and reads nothing else
-            reads = _statements_on_alert_events(
-                engine, lambda: flush_due_groups(engine, context, NOW + 1)
+            reads = reads_of(
+                engine, lambda: flush_due_groups(engine, context, NOW + 1), ["alert_events"]
             )
         finally:
             event.remove(engine, "begin", began)
         assert len(transactions) == 1 and len(reads) == 1  # the read's own: no group's
         statement, parameters = reads[0]
-        plan = _plan(engine, statement, parameters)
+        plan = plan_of(engine, statement, parameters)
         assert "ix_alert_events_unbatched" in plan, plan
         if engine.dialect.name == "postgresql":
             assert "Seq Scan on alert_events" not in plan, plan

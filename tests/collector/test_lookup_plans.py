@@ -9,19 +9,14 @@ so a batch's cost grew with the partition (found by bench/ingest.py).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
-
-import pytest
-from sqlalchemy import Engine, event
+from sqlalchemy import Engine
 
 from ctxledger import semconv as sc
 from ctxledger.verdicts import Manifest, Measurement, Tolerances
-from ctxledger_collector.database import make_engine
 from ctxledger_collector.lookup_plans import plan_lookups_by_index
-from ctxledger_collector.migrate import upgrade
 from ctxledger_collector.otlp_decode import DecodedBatch, DecodedManifest, DecodedMeasurement
 from ctxledger_collector.store import Store
+from tests.collector.sql_plans import plan_in, reads_of
 
 STAGES = (
     (sc.STAGE_ORIGINAL, 0),
@@ -61,47 +56,21 @@ def run_batch(run: int, calls: int = 20) -> DecodedBatch:
     )
 
 
-@pytest.fixture
-def engine(postgres_url: str) -> Iterator[Engine]:
-    upgrade(postgres_url)
-    engine = make_engine(postgres_url)
-    yield engine
-    engine.dispose()
-
-
-def selects_of(engine: Engine, run: Any) -> list[tuple[str, Any]]:
-    seen: list[tuple[str, Any]] = []
-
-    def note(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
-        if statement.lstrip().upper().startswith(("SELECT", "WITH")) and any(
-            table in statement for table in TABLES
-        ):
-            seen.append((statement, parameters))
-
-    event.listen(engine, "before_cursor_execute", note)
-    try:
-        run()
-    finally:
-        event.remove(engine, "before_cursor_execute", note)
-    return seen
-
-
 def test_ingest_lookups_search_an_index_in_partitions_without_statistics(
-    engine: Engine,
+    postgres_engine: Engine,
 ) -> None:
-    store = Store(engine, Tolerances())
+    store = Store(postgres_engine, Tolerances())
     for run in range(60):  # 4,800 measurements in a partition never analysed
         store.ingest(run_batch(run))
     later = run_batch(7)  # a run seen before: its journeys are read back and re-judged
-    lookups = selects_of(engine, lambda: store.ingest(later))
+    lookups = reads_of(postgres_engine, lambda: store.ingest(later), TABLES)
     assert len(lookups) >= 5
-    with engine.begin() as connection:
+    with postgres_engine.begin() as connection:
         plan_lookups_by_index(connection)
         for statement, parameters in lookups:
             if "pg_advisory_xact_lock" in statement or "set_config" in statement:
                 continue
-            rows = connection.exec_driver_sql(f"EXPLAIN {statement}", parameters)
-            plan = "\n".join(str(row[0]) for row in rows)
+            plan = plan_in(connection, statement, parameters)
             assert "Seq Scan" not in plan, (statement, plan)
             assert "Hash Join" not in plan and "Merge Join" not in plan, (statement, plan)
 
@@ -114,16 +83,16 @@ def settings_of(engine: Engine) -> dict[str, str]:
         return {name: str(connection.exec_driver_sql(f"SHOW {name}").scalar()) for name in SETTINGS}
 
 
-def test_the_planner_settings_end_with_the_writers_transaction(engine: Engine) -> None:
-    before = settings_of(engine)
-    with engine.begin() as connection:
+def test_the_planner_settings_end_with_the_writers_transaction(postgres_engine: Engine) -> None:
+    before = settings_of(postgres_engine)
+    with postgres_engine.begin() as connection:
         plan_lookups_by_index(connection)
         during = {name: connection.exec_driver_sql(f"SHOW {name}").scalar() for name in SETTINGS}
     assert during == dict.fromkeys(SETTINGS, "off")
-    store = Store(engine, Tolerances())
+    store = Store(postgres_engine, Tolerances())
     store.ingest(run_batch(1))
     store.sweep_unsettled()
-    assert settings_of(engine) == before
+    assert settings_of(postgres_engine) == before
 
 
 def long_run_batch(first_call: int, calls: int) -> DecodedBatch:
@@ -154,25 +123,24 @@ def long_run_batch(first_call: int, calls: int) -> DecodedBatch:
 
 
 def test_a_long_runs_reports_are_looked_up_by_call_through_the_journey_index(
-    engine: Engine,
+    postgres_engine: Engine,
 ) -> None:
-    store = Store(engine, Tolerances())
+    store = Store(postgres_engine, Tolerances())
     for first in range(0, 3_000, 100):  # one run of 3,000 journeys
         store.ingest(long_run_batch(first, 100))
     by_call = [
         (statement, parameters)
-        for statement, parameters in selects_of(
-            engine, lambda: store.ingest(long_run_batch(3_000, 100))
+        for statement, parameters in reads_of(
+            postgres_engine, lambda: store.ingest(long_run_batch(3_000, 100)), TABLES
         )
         if "JOIN reports t ON t.run_id = k.run_id AND t.tool_call_id = k.tool_call_id" in statement
         and "request_key = k.request_key" not in statement
     ]
     assert by_call
-    with engine.begin() as connection:
+    with postgres_engine.begin() as connection:
         plan_lookups_by_index(connection)
         for statement, parameters in by_call:
-            rows = connection.exec_driver_sql(f"EXPLAIN {statement}", parameters)
-            plan = "\n".join(str(row[0]) for row in rows)
+            plan = plan_in(connection, statement, parameters)
             # the journey index (run, call, request key), not one that starts with the run
             # alone and would filter every report of the run for each key
             assert "run_id_request_key_idx" not in plan, plan

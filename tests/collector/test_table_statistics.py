@@ -5,9 +5,7 @@ left for the next round; SQLite is left alone."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
-import pytest
 from sqlalchemy import Engine
 
 import ctxledger
@@ -20,14 +18,6 @@ from ctxledger_collector.store import Store
 from ctxledger_collector.table_statistics import analyse_new_tables, never_analysed_tables
 from tests.collector.live_collector import LiveCollector
 from tests.collector.test_lookup_plans import run_batch
-
-
-@pytest.fixture
-def engine(postgres_url: str) -> Iterator[Engine]:
-    upgrade(postgres_url)
-    engine = make_engine(postgres_url)
-    yield engine
-    engine.dispose()
 
 
 def waiting_for_statistics(engine: Engine, expected: set[str]) -> list[str]:
@@ -50,31 +40,33 @@ def last_analyses(engine: Engine, tables: list[str]) -> dict[str, object]:
         return {str(name): analysed for name, analysed in rows}
 
 
-def test_tables_that_grew_without_statistics_are_analysed_once(engine: Engine) -> None:
-    store = Store(engine, Tolerances())
+def test_tables_that_grew_without_statistics_are_analysed_once(postgres_engine: Engine) -> None:
+    store = Store(postgres_engine, Tolerances())
     for run in range(10):  # 800 measurements, 200 reports
         store.ingest(run_batch(run))
-    found = waiting_for_statistics(engine, {"measurements_r1"})
+    found = waiting_for_statistics(postgres_engine, {"measurements_r1"})
     assert "measurements_r1" in found and "runs" not in found  # 10 runs: under the bar
-    assert analyse_new_tables(engine) == found
-    assert all(analysed is not None for analysed in last_analyses(engine, found).values())
-    assert never_analysed_tables(engine) == []
-    assert analyse_new_tables(engine) == []  # autovacuum's from now on
+    assert analyse_new_tables(postgres_engine) == found
+    assert all(analysed is not None for analysed in last_analyses(postgres_engine, found).values())
+    assert never_analysed_tables(postgres_engine) == []
+    assert analyse_new_tables(postgres_engine) == []  # autovacuum's from now on
 
 
-def test_a_table_another_session_has_locked_is_left_for_the_next_round(engine: Engine) -> None:
-    store = Store(engine, Tolerances())
+def test_a_table_another_session_has_locked_is_left_for_the_next_round(
+    postgres_engine: Engine,
+) -> None:
+    store = Store(postgres_engine, Tolerances())
     for run in range(10):
         store.ingest(run_batch(run))
-    found = waiting_for_statistics(engine, {"measurements_r1"})
-    with engine.connect() as holder:  # as a VACUUM or ANALYZE of its own would
+    found = waiting_for_statistics(postgres_engine, {"measurements_r1"})
+    with postgres_engine.connect() as holder:  # as a VACUUM or ANALYZE of its own would
         holder.exec_driver_sql("BEGIN")
         holder.exec_driver_sql("LOCK TABLE measurements_r1 IN SHARE UPDATE EXCLUSIVE MODE")
-        analysed = analyse_new_tables(engine)
+        analysed = analyse_new_tables(postgres_engine)
         holder.exec_driver_sql("ROLLBACK")
     assert "measurements_r1" not in analysed
     assert sorted([*analysed, "measurements_r1"]) == sorted(found)
-    assert analyse_new_tables(engine) == ["measurements_r1"]
+    assert analyse_new_tables(postgres_engine) == ["measurements_r1"]
 
 
 def test_sqlite_is_left_alone(tmp_path: object) -> None:

@@ -47,10 +47,14 @@ def touch_group(session: Session, dialect: str, key: GroupKey, severity: str, no
     )
 
 
+def _is_group(key: GroupKey) -> tuple[Any, ...]:
+    """The conditions that select the group ``key``'s row."""
+    groups = ALERT_GROUPS.c
+    return (groups.rule == key[0], groups.agent == key[1], groups.tool == key[2])
+
+
 def locked_group(session: Session, key: GroupKey) -> Any:
-    query = select(ALERT_GROUPS).where(
-        ALERT_GROUPS.c.rule == key[0], ALERT_GROUPS.c.agent == key[1], ALERT_GROUPS.c.tool == key[2]
-    )
+    query = select(ALERT_GROUPS).where(*_is_group(key))
     if session.get_bind().dialect.name == "postgresql":
         query = query.with_for_update()
     return session.execute(query).first()
@@ -136,11 +140,7 @@ def notify_group_if_due(session: Session, key: GroupKey, context: AlertContext, 
     )
     session.execute(
         update(ALERT_GROUPS)
-        .where(
-            ALERT_GROUPS.c.rule == key[0],
-            ALERT_GROUPS.c.agent == key[1],
-            ALERT_GROUPS.c.tool == key[2],
-        )
+        .where(*_is_group(key))
         .values(state="firing", last_notified_at=now)
     )
     return True
@@ -215,11 +215,7 @@ def resolve_quiet_groups(engine: Engine, context: AlertContext, now: float) -> i
             )
             session.execute(
                 update(ALERT_GROUPS)
-                .where(
-                    ALERT_GROUPS.c.rule == key[0],
-                    ALERT_GROUPS.c.agent == key[1],
-                    ALERT_GROUPS.c.tool == key[2],
-                )
+                .where(*_is_group(key))
                 .values(state="resolved")
             )
             resolved += 1
