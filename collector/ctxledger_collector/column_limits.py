@@ -16,13 +16,14 @@ from sqlalchemy import Column
 from ctxledger import semconv as sc
 from ctxledger.verdicts import Manifest, Measurement
 from ctxledger_collector import rejection_codes as codes
+from ctxledger_collector.alert_tables import ALERT_EVENTS
 from ctxledger_collector.otlp_decode import (
     DecodedBatch,
     DecodedManifest,
     DecodedMeasurement,
     Rejection,
 )
-from ctxledger_collector.tables import ALERT_EVENTS, MANIFESTS, MEASUREMENTS, REPORTS, RUNS
+from ctxledger_collector.tables import MANIFESTS, MEASUREMENTS, REPORTS, RUNS
 
 
 def _width(column: Column[Any]) -> int:

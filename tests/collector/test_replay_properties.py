@@ -24,12 +24,12 @@ from hypothesis import strategies as st
 from sqlalchemy import select
 
 from ctxledger.verdicts import Manifest, Measurement
+from ctxledger_collector.alert_tables import ALERT_EVENTS, NOTIFICATIONS
 from ctxledger_collector.alerts.config import default_config
 from ctxledger_collector.alerts.events import AlertContext
 from ctxledger_collector.database import make_engine
 from ctxledger_collector.migrate import upgrade
 from ctxledger_collector.store import Store
-from ctxledger_collector.tables import ALERT_EVENTS, NOTIFICATIONS
 from tests.collector.test_incremental_store import (
     Batches,
     expected_verdicts,
@@ -142,9 +142,7 @@ def _in_planned_traces(verdicts: dict[Any, Any], traces: dict[str, str]) -> dict
     return {(traces[t], c, r): v for (t, c, r), v in verdicts.items()}
 
 
-@settings(
-    max_examples=20, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck)
-)
+@settings(max_examples=20, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(
     batched_traces()
     .filter(_identical_copies_only)

@@ -19,9 +19,9 @@ from sqlalchemy import Engine, and_, insert, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
+from ctxledger_collector.alert_tables import ALERT_EVENTS, ALERT_GROUPS, NOTIFICATIONS
 from ctxledger_collector.alerts.context import AlertContext, GroupKey
 from ctxledger_collector.alerts.payload import build_payload
-from ctxledger_collector.tables import ALERT_EVENTS, ALERT_GROUPS, NOTIFICATIONS
 
 
 def insert_for(dialect: str) -> Any:
@@ -139,9 +139,7 @@ def notify_group_if_due(session: Session, key: GroupKey, context: AlertContext, 
         .values(batch_id=batch_id)
     )
     session.execute(
-        update(ALERT_GROUPS)
-        .where(*_is_group(key))
-        .values(state="firing", last_notified_at=now)
+        update(ALERT_GROUPS).where(*_is_group(key)).values(state="firing", last_notified_at=now)
     )
     return True
 
@@ -213,10 +211,6 @@ def resolve_quiet_groups(engine: Engine, context: AlertContext, now: float) -> i
             _enqueue(
                 session, key, "resolved", group.severity, [], group.last_event_at, context, now
             )
-            session.execute(
-                update(ALERT_GROUPS)
-                .where(*_is_group(key))
-                .values(state="resolved")
-            )
+            session.execute(update(ALERT_GROUPS).where(*_is_group(key)).values(state="resolved"))
             resolved += 1
     return resolved
