@@ -34,18 +34,25 @@ def canonical_json(parsed: Any) -> str:
     return _CANONICAL_ENCODER.encode(parsed)
 
 
+def _changes(number: float) -> bool:
+    return number != 0.0 and not 1e-4 <= abs(number) < _ORJSON_INTEGER_LIMIT
+
+
 def _orjson_changes_a_number(value: Any) -> bool:
     """Whether a value orjson read holds a float it would read or write differently."""
+    kind = type(value)
+    if kind is not dict and kind is not list:
+        return kind is float and _changes(value)
+    # Only containers go on the stack; scalars are looked at where they are found.
     stack = [value]
     while stack:
-        item = stack.pop()
-        kind = type(item)
-        if kind is dict:
-            stack.extend(item.values())
-        elif kind is list:
-            stack.extend(item)
-        elif kind is float and item != 0.0 and not 1e-4 <= abs(item) < _ORJSON_INTEGER_LIMIT:
-            return True
+        container = stack.pop()
+        for item in container.values() if type(container) is dict else container:
+            kind = type(item)
+            if kind is dict or kind is list:
+                stack.append(item)
+            elif kind is float and _changes(item):
+                return True
     return False
 
 

@@ -4,6 +4,15 @@ enqueues it; a worker thread measures it, emits the span and feeds the local led
 The queue is bounded; when it is full the oldest waiting measurement is dropped and
 counted (the rule of every queue of the SDK, see docs/instrumenting.md), never waited for.
 
+The worker is not woken for every job: it takes what is queued once a batch has gathered,
+or when it looks and finds jobs waiting (every ``_LINGER_S`` while there is work, backing
+off to ``_IDLE_LOOK_S`` while there is none). A journey's stages then reach it together,
+and a flush soon after them measures them in the caller's thread without a cross-thread
+hand-off: every wake-up of the worker makes the agent's thread hand the GIL over and
+wait to get it back (on a 2-CPU VM about 20 us per journey when woken per job, and ~15 %
+slower journeys when looking every 10 ms). A measurement is emitted within about a
+second without a flush, the exporter sending every ``delay_s`` (0.5 s).
+
 ``flush()`` is the one call that waits, so it measures what is still queued itself rather
 than waking the worker and sleeping until it is done: two cross-CPU wake-ups cost more
 than a small result's whole measurement. Jobs are taken from the queue and measured under
@@ -36,6 +45,10 @@ from ctxledger._stage_attributes import measurement_attributes, stage_attributes
 from ctxledger.wire import manifest_from_attributes, measurement_from_attributes
 
 _BATCH = 16
+#: How long a job may wait for a batch to gather before the worker takes it anyway.
+_LINGER_S = 0.1
+#: The longest the worker sleeps between looks at a queue it keeps finding empty.
+_IDLE_LOOK_S = 1.0
 
 
 def _span_ids(span: trace.Span) -> tuple[str, str]:
@@ -93,18 +106,26 @@ class Recorder:
                 self._queue.popleft()
             if accepted:
                 self._queue.append(job)
-                self._cond.notify()
+                if len(self._queue) >= _BATCH:
+                    self._cond.notify()
         if dropped or not accepted:
             self.counter.add("queue_dropped")
         return accepted
 
     def _run(self) -> None:
+        # Each look costs the agent a GIL hand-off, so an idle worker looks ever less often
+        # (up to _IDLE_LOOK_S); a full batch wakes it at once.
+        timeout = _LINGER_S
         while True:
             with self._cond:
-                while not self._queue and not self._closed:
-                    self._cond.wait()
+                while len(self._queue) < _BATCH and not self._closed:
+                    if not self._cond.wait(timeout=timeout):
+                        if self._queue:
+                            break  # lingered long enough: take what has gathered
+                        timeout = min(timeout * 2, _IDLE_LOOK_S)
                 if not self._queue:
                     return
+            timeout = _LINGER_S
             self._measure_batch()
 
     def _measure_batch(self) -> bool:
