@@ -16,6 +16,7 @@ from ctxledger_collector.alerts.config import AlertsConfigError
 from ctxledger_collector.app import SchemaNotMigrated, create_app, load_alerts, prepare_database
 from ctxledger_collector.exposure import exposure_problem, is_loopback_host
 from ctxledger_collector.forwarding.destinations import ForwardConfigError
+from ctxledger_collector.malloc_arenas import limit_malloc_arenas
 from ctxledger_collector.settings import Settings
 
 #: After the app stopped, how long stuck worker threads may hold the process.
@@ -123,6 +124,8 @@ def serve(
                 "backends take traces at .../v1/traces)",
                 file=sys.stderr,
             )
+    # Before the server's threads allocate (and before workers start: they inherit it).
+    limit_malloc_arenas(settings.malloc_arenas)
     if on_ready is not None:
         threading.Thread(target=_call_when_ready, args=(url, on_ready), daemon=True).start()
     if workers > 1:  # each worker process builds its app from the same CTXLEDGER_* settings

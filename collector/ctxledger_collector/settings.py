@@ -117,6 +117,13 @@ class Settings(BaseSettings):
         "further chunk: its remaining spans are rejected (reason request_deadline, counted "
         "and listed), the rest is kept; the first chunk is always stored",
     )
+    malloc_arenas: int = Field(
+        default=2,
+        ge=0,
+        description="glibc malloc arenas of the serving process (and its workers): fewer "
+        "keep the peak memory under load lower and steadier; 0 leaves glibc's default (8 "
+        "per CPU); an explicit MALLOC_ARENA_MAX wins",
+    )
     max_spans_per_request: int = Field(
         default=100_000, ge=1, description="spans one export may hold; more is answered 413"
     )

@@ -32,10 +32,23 @@ def assert_verdict_lines(output: list[str]) -> None:
 
 def _env(database_url: str) -> dict[str, str]:
     return {
-        **os.environ,
+        **{k: v for k, v in os.environ.items() if k != "MALLOC_ARENA_MAX"},
         "CTXLEDGER_DATABASE_URL": database_url,
         "PYTHONPATH": os.pathsep.join([str(ROOT / d) for d in ("sdk", "collector", "cli")]),
     }
+
+
+def _children_environment(pid: int, name: str) -> list[str]:
+    """``name``'s value in the environment each child of ``pid`` started with (Linux)."""
+    values: list[str] = []
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    for child in children:
+        entries = Path(f"/proc/{child}/environ").read_bytes().split(b"\0")
+        command = Path(f"/proc/{child}/cmdline").read_bytes()
+        if b"multiprocessing" in command and b"spawn_main" in command:
+            prefix = f"{name}=".encode()
+            values += [e[len(prefix) :].decode() for e in entries if e.startswith(prefix)]
+    return values
 
 
 def _cli(*args: str, database_url: str) -> subprocess.CompletedProcess[str]:
@@ -119,6 +132,8 @@ def test_serve_with_two_workers_on_postgres_judges_the_demo(postgres_url: str) -
         demo = _cli("demo", "--endpoint", f"http://127.0.0.1:{port}", database_url=postgres_url)
         assert demo.returncode == 0, demo.stdout + demo.stderr
         assert_verdict_lines(demo.stdout.splitlines())
+        # The workers started with glibc's arenas capped (CTXLEDGER_MALLOC_ARENAS, 2).
+        assert _children_environment(process.pid, "MALLOC_ARENA_MAX") == ["2", "2"]
     finally:
         process.send_signal(signal.SIGINT)
         try:

@@ -1,0 +1,40 @@
+"""Fewer glibc malloc arenas for the collector's process and the workers it starts.
+
+glibc gives a thread that first allocates an arena of its own (up to eight per CPU) and
+keeps each arena's freed memory for that arena's reuse. The collector decodes and stores
+exports on a pool of threads, so under load each of several arenas grows to a request's
+peak and the process's resident memory depends on which thread happened to take which
+request. Two arenas keep the peak lower and steadier at no measurable cost in speed
+(``bench/admission.py``, overload: peak RSS 245-294 MiB with glibc's default, 234-244
+MiB with two arenas; docs/performance.md).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+
+#: glibc's mallopt parameter for the arena limit (malloc.h).
+M_ARENA_MAX = -8
+#: The variable glibc itself reads at start-up; an operator's value is left alone.
+ENVIRONMENT_VARIABLE = "MALLOC_ARENA_MAX"
+
+
+def limit_malloc_arenas(arenas: int) -> bool:
+    """Cap glibc's malloc arenas at ``arenas`` in this process and, through the
+    environment, in the processes it starts. False where nothing was done: ``arenas`` is
+    0, ``MALLOC_ARENA_MAX`` is already set (glibc applied it at start-up), or the C
+    library is not glibc."""
+    if arenas <= 0 or ENVIRONMENT_VARIABLE in os.environ or not sys.platform.startswith("linux"):
+        return False
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):  # musl and other C libraries have no mallopt
+        return False
+    mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
+    mallopt.restype = ctypes.c_int
+    if mallopt(M_ARENA_MAX, arenas) != 1:
+        return False
+    os.environ[ENVIRONMENT_VARIABLE] = str(arenas)
+    return True
