@@ -149,12 +149,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             lost |= not point.completeness.complete
             return point
 
+        # Per round at the first length, each database's point: the databases take turns
+        # within a round, so their ratio within it is the fair PostgreSQL-vs-SQLite figure.
+        rounds: list[dict[str, Point]] = []
         for index, load in enumerate(loads):
             # The first length is measured in pairs, floor then end to end, so both see
             # the same machine, the databases taking turns; the pair with the median
             # ratio is reported.
             pairs: dict[str, list[tuple[float, Point]]] = {d: [] for d in databases}
             for _ in range(args.pairs if index == 0 else 1):
+                round_points: dict[str, Point] = {}
+                if index == 0:
+                    rounds.append(round_points)
                 for database in databases:
                     if database == "postgresql" and 0 < args.pg_max_length < load.spans_per_trace:
                         continue
@@ -167,6 +173,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     )
                     point = point_of(database, load)
                     pairs[database].append((floor_s, point))
+                    round_points[database] = point
                     print(
                         f"  {database:<10} traces of {load.spans_per_trace:>6,}: "
                         f"{point.spans_per_s:>7,.0f} spans/s, peak RSS {mib(point.peak_rss_kib)}, "
@@ -195,7 +202,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print_end_to_end(first, floors, len(loads[0].spans))
     print_growth(points, databases)
     print_growth_pairs(growth)
-    print_ratios(points, floors, len(loads[0].spans), databases, growth)
+    print_ratios(points, floors, len(loads[0].spans), databases, growth, rounds)
     if args.plot is not None:
         curves = {
             d: [(p.trace_spans, p.spans_per_s) for p in points if p.database == d]

@@ -36,7 +36,7 @@ class TimedSession(requests.Session):
         self._attempts = attempts
         self._lock = lock
 
-    def request(self, *args: Any, **kwargs: Any) -> requests.Response:  # type: ignore[override]
+    def request(self, *args: Any, **kwargs: Any) -> requests.Response:
         started = time.perf_counter()
         status: int | None = None
         try:
@@ -116,5 +116,5 @@ def feed(
         thread.join()
     result.seconds = time.perf_counter() - started
     for exporter in exporters:
-        exporter.shutdown()
+        exporter.shutdown()  # type: ignore[no-untyped-call]
     return result

@@ -27,8 +27,8 @@ def stored_bytes(database_url: str) -> int:
             connection.close()
     engine = create_engine(database_url)
     try:
-        with engine.connect() as connection:
-            total = connection.scalar(
+        with engine.connect() as pg_connection:
+            total = pg_connection.scalar(
                 text(
                     "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
                     "JOIN pg_namespace n ON n.oid = c.relnamespace "
