@@ -145,7 +145,7 @@ class ManifestRow(SQLModel, table=True):
     __tablename__ = "manifests"
     __table_args__ = (
         Index("ix_manifests_request", "run_id", "request_id", unique=True),
-        Index("ix_manifests_step", "run_id", "conversation", "position"),
+        Index("ix_manifests_step", "conversation", "run_id", "position"),
     )
 
     id: int | None = Field(default=None, primary_key=True)

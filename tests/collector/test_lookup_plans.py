@@ -145,3 +145,28 @@ def test_a_long_runs_reports_are_looked_up_by_call_through_the_journey_index(
             # alone and would filter every report of the run for each key
             assert "run_id_request_key_idx" not in plan, plan
             assert "run_id_tool_call_id_request_key_idx" in plan, plan
+
+
+def test_a_long_runs_manifests_are_looked_up_by_request_through_the_request_index(
+    postgres_engine: Engine,
+) -> None:
+    """Found by bench: the step index (run, conversation, position) was taken for these,
+    filtering every manifest of the run for each request (588 a key in a run of 10,000
+    spans)."""
+    store = Store(postgres_engine, Tolerances())
+    for first in range(0, 3_000, 100):  # one run of 3,000 requests
+        store.ingest(long_run_batch(first, 100))
+    by_request = [
+        (statement, parameters)
+        for statement, parameters in reads_of(
+            postgres_engine, lambda: store.ingest(long_run_batch(3_000, 100)), TABLES
+        )
+        if "JOIN manifests t ON t.run_id = k.run_id AND t.request_id = k.request_id" in statement
+    ]
+    assert by_request
+    with postgres_engine.begin() as connection:
+        plan_lookups_by_index(connection)
+        for statement, parameters in by_request:
+            plan = plan_in(connection, statement, parameters)
+            assert "ix_manifests_step" not in plan, plan
+            assert "ix_manifests_request" in plan, plan
