@@ -105,7 +105,7 @@ class Settings(BaseSettings):
         "stalled client cannot hold a slot",
     )
     ingest_chunk_spans: int = Field(
-        default=2_048,
+        default=1_024,
         ge=1,
         description="a large export is decoded and stored this many spans at a time (each "
         "chunk its own transaction, all committed before the answer), so its memory is bounded",
