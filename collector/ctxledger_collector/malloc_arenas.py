@@ -6,7 +6,7 @@ exports on a pool of threads, so under load each of several arenas grows to a re
 peak and the process's resident memory depends on which thread happened to take which
 request. Two arenas keep the peak lower and steadier at no measurable cost in speed
 (``bench/admission.py``, overload: peak RSS 245-294 MiB, median ~270, over 4 runs with
-glibc's default; 234-275 MiB, median 244, over 14 runs with two arenas).
+glibc's default; 234-275 MiB, median 244, over 16 runs with two arenas).
 """
 
 from __future__ import annotations

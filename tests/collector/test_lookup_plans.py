@@ -9,6 +9,8 @@ so a batch's cost grew with the partition (found by bench/ingest.py).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from sqlalchemy import Engine
 
 from ctxledger import semconv as sc
@@ -122,29 +124,40 @@ def long_run_batch(first_call: int, calls: int) -> DecodedBatch:
     )
 
 
+def long_run_plans(engine: Engine, lookup: Callable[[str], bool]) -> list[str]:
+    """The plans, under the writers' settings, of the reads ``lookup`` picks out of one
+    more batch's ingest, in a run already holding 3,000 journeys (one request each)."""
+    store = Store(engine, Tolerances())
+    for first in range(0, 3_000, 100):
+        store.ingest(long_run_batch(first, 100))
+    reads = [
+        (statement, parameters)
+        for statement, parameters in reads_of(
+            engine, lambda: store.ingest(long_run_batch(3_000, 100)), TABLES
+        )
+        if lookup(statement)
+    ]
+    assert reads
+    with engine.begin() as connection:
+        plan_lookups_by_index(connection)
+        return [plan_in(connection, statement, parameters) for statement, parameters in reads]
+
+
 def test_a_long_runs_reports_are_looked_up_by_call_through_the_journey_index(
     postgres_engine: Engine,
 ) -> None:
-    store = Store(postgres_engine, Tolerances())
-    for first in range(0, 3_000, 100):  # one run of 3,000 journeys
-        store.ingest(long_run_batch(first, 100))
-    by_call = [
-        (statement, parameters)
-        for statement, parameters in reads_of(
-            postgres_engine, lambda: store.ingest(long_run_batch(3_000, 100)), TABLES
-        )
-        if "JOIN reports t ON t.run_id = k.run_id AND t.tool_call_id = k.tool_call_id" in statement
-        and "request_key = k.request_key" not in statement
-    ]
-    assert by_call
-    with postgres_engine.begin() as connection:
-        plan_lookups_by_index(connection)
-        for statement, parameters in by_call:
-            plan = plan_in(connection, statement, parameters)
-            # the journey index (run, call, request key), not one that starts with the run
-            # alone and would filter every report of the run for each key
-            assert "run_id_request_key_idx" not in plan, plan
-            assert "run_id_tool_call_id_request_key_idx" in plan, plan
+    plans = long_run_plans(
+        postgres_engine,
+        lambda statement: (
+            "JOIN reports t ON t.run_id = k.run_id AND t.tool_call_id = k.tool_call_id" in statement
+            and "request_key = k.request_key" not in statement
+        ),
+    )
+    for plan in plans:
+        # the journey index (run, call, request key), not one that starts with the run
+        # alone and would filter every report of the run for each key
+        assert "run_id_request_key_idx" not in plan, plan
+        assert "run_id_tool_call_id_request_key_idx" in plan, plan
 
 
 def test_a_long_runs_manifests_are_looked_up_by_request_through_the_request_index(
@@ -153,20 +166,12 @@ def test_a_long_runs_manifests_are_looked_up_by_request_through_the_request_inde
     """Found by bench: the step index (run, conversation, position) was taken for these,
     filtering every manifest of the run for each request (588 a key in a run of 10,000
     spans)."""
-    store = Store(postgres_engine, Tolerances())
-    for first in range(0, 3_000, 100):  # one run of 3,000 requests
-        store.ingest(long_run_batch(first, 100))
-    by_request = [
-        (statement, parameters)
-        for statement, parameters in reads_of(
-            postgres_engine, lambda: store.ingest(long_run_batch(3_000, 100)), TABLES
-        )
-        if "JOIN manifests t ON t.run_id = k.run_id AND t.request_id = k.request_id" in statement
-    ]
-    assert by_request
-    with postgres_engine.begin() as connection:
-        plan_lookups_by_index(connection)
-        for statement, parameters in by_request:
-            plan = plan_in(connection, statement, parameters)
-            assert "ix_manifests_step" not in plan, plan
-            assert "ix_manifests_request" in plan, plan
+    plans = long_run_plans(
+        postgres_engine,
+        lambda statement: (
+            "JOIN manifests t ON t.run_id = k.run_id AND t.request_id = k.request_id" in statement
+        ),
+    )
+    for plan in plans:
+        assert "ix_manifests_step" not in plan, plan
+        assert "ix_manifests_request" in plan, plan
