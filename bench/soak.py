@@ -39,6 +39,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.util.types import AttributeValue
 
 from benchkit.collector_process import collector
 from benchkit.databases import DATABASES, fresh_database, pg_admin_url_from_env
@@ -91,7 +92,7 @@ class Spans:
                         size = chars if index < 2 else kept
                         broken = (number * 4 + index) % BROKEN_EVERY == 0
                         self._stage(call, request, stage, size, broken)
-                    manifest = {
+                    manifest: dict[str, AttributeValue] = {
                         sc.REQUEST_ID: request,
                         sc.STEP: 1,
                         sc.REQUEST_TOOL_CALL_IDS: [call],
@@ -125,7 +126,7 @@ def _client(endpoint: str, spans: Spans, tally: Tally, deadline: float, rate_eac
         ahead = sent / rate_each - (time.monotonic() - started)
         if ahead > 0:
             time.sleep(ahead)
-    exporter.shutdown()
+    exporter.shutdown()  # type: ignore[no-untyped-call]
 
 
 def _stored_numbers(database_url: str) -> set[int]:

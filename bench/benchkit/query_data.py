@@ -167,7 +167,7 @@ def _result_stages(
         "item_ids": item_ids[:kept],
         "sha256": ids.sha(),
     }
-    same = {"sha256": ids.sha()}
+    same: dict[str, object] = {"sha256": ids.sha()}
     assembled = same
     if fate == "declared":
         assembled = {**cut, "declared": True, "strategy": "clip_rows", "marker": True}

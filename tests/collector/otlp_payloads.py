@@ -222,7 +222,8 @@ def proto_request(
 def proto_body(
     trace_id: bytes, spans: Sequence[Span], *, service_name: str = SERVICE_NAME
 ) -> bytes:
-    return proto_request(trace_id, spans, service_name=service_name).SerializeToString()
+    body: bytes = proto_request(trace_id, spans, service_name=service_name).SerializeToString()
+    return body
 
 
 # --- OTLP JSON -----------------------------------------------------------------------------

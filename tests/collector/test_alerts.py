@@ -207,14 +207,22 @@ def measured(*incidents: Callable[[], object]) -> list[ReadableSpan]:
 # --- the collector's answers ------------------------------------------------------------
 
 
-def wait_until(condition: Callable[[], T | None], what: str, timeout_s: float = 30.0) -> T:
+def wait_until(
+    condition: Callable[[], T | None],
+    what: str,
+    timeout_s: float = 30.0,
+    seen: Callable[[], object] | None = None,
+) -> T:
+    """``condition()`` once it is truthy; on timeout, the error says what ``seen()`` (when
+    given) last returned, so a wait that overshoots is told from one that never got there."""
     deadline = time.monotonic() + timeout_s
     while True:
         value = condition()
         if value:
             return value
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
+            last = f"; last seen: {seen()!r}" if seen is not None else ""
+            raise AssertionError(f"timed out waiting for {what}{last}")
         time.sleep(0.05)
 
 
@@ -801,7 +809,12 @@ def test_two_collectors_keep_each_groups_window(postgres_url: str, tmp_path: Pat
                 "every group's window to pass",
             )
             post_lockstep((second, first), traces[per_run:], rng)
-            wait_until(lambda: counted(second) == expected, "every match notified", 60)
+            wait_until(
+                lambda: counted(second) == expected,
+                "every match notified",
+                60,
+                seen=lambda: {"expected": expected, "counted": counted(second)},
+            )
 
             outbox = wait_until(
                 lambda: all_delivered(first, len(notifications(first))), "every delivery"
