@@ -83,12 +83,33 @@ def test_settings_read_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
         (PHOENIX, "Bad Name=1", "not a valid header name"),
         (PHOENIX, json.dumps({"x": "a\r\nInjected: 1"}), "one line of text"),
         (PHOENIX, json.dumps({"x": 1}), "one line of text"),
+        ("http://169.254.169.254/latest/meta-data", "", "a cloud metadata address"),
+        ("http://metadata.google.internal./v1/traces", "", "a cloud metadata service"),
+        ("http://[fd00:ec2::254]/v1/traces", "", "a cloud metadata address"),
+        ("http://[::ffff:169.254.169.254]/v1/traces", "", "a cloud metadata address"),
+        ("http://169.254.10.1:4318/v1/traces", "", "a link-local address"),
+        ("http://[fe80::1%25eth0]:4318/v1/traces", "", "a link-local address"),
+        ("http://224.0.0.1:4318/v1/traces", "", "a multicast address"),
     ],
 )
 def test_unusable_settings_are_refused_saying_why(forward_to: str, headers: str, says: str) -> None:
     with pytest.raises(ForwardConfigError) as refused:
         parse_destinations(forward_to, headers)
     assert says in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:4318/v1/traces",  # a collector sidecar
+        "http://[::1]:4318/v1/traces",
+        "http://localhost:4318/v1/traces",
+        "http://10.0.0.7:4318/v1/traces",
+        "https://otel.internal.example/v1/traces",
+    ],
+)
+def test_loopback_private_and_named_destinations_are_kept(url: str) -> None:
+    assert [d.url for d in parse_destinations(url, "")] == [url]
 
 
 def test_nothing_configured_is_no_destination() -> None:

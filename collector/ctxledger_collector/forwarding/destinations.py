@@ -13,11 +13,14 @@ them, or a JSON object. A destination's own ``headers`` override these.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote, urlsplit
+
+from ctxledger_collector.alerts.destination_guard import METADATA_HOSTS, address_problem
 
 #: Headers the forwarder sets from the request it forwards, or that HTTP sets itself.
 RESERVED_HEADERS = frozenset({"content-type", "content-encoding", "content-length", "host"})
@@ -142,6 +145,24 @@ def check_url(url: str) -> str:
             f"CTXLEDGER_FORWARD_TO: {url!r} is not an http(s) URL with a host, e.g. "
             "http://phoenix:6006/v1/traces"
         )
+    problem = _host_problem(parts.hostname)
+    if problem:
+        raise ForwardConfigError(f"CTXLEDGER_FORWARD_TO: {url!r} names {problem}")
     host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
     netloc = host if port is None else f"{host}:{port}"
     return f"{parts.scheme}://{netloc}{parts.path}"
+
+
+def _host_problem(hostname: str) -> str | None:
+    """Why exports must not be forwarded to ``hostname``, or None. Forwarded exports may
+    carry credentials in their headers: a cloud metadata service, link-local and multicast
+    addresses are refused; loopback is allowed (a collector sidecar listens there). Only
+    what the URL itself names is checked: host names are resolved when forwarding."""
+    host = hostname.rstrip(".").lower()
+    if host in METADATA_HOSTS:
+        return "a cloud metadata service"
+    try:
+        address = ipaddress.ip_address(host.split("%", 1)[0])
+    except ValueError:
+        return None
+    return address_problem(address, allow_loopback=True)
