@@ -158,9 +158,8 @@ def check_pipeline(expected: int) -> str:
 
 
 def counter_name(encoding: str) -> str:
-    if fast_counter(encoding) is not None:
-        return f"bpe-openai {metadata.version('bpe-openai')}"
-    return "tiktoken"
+    fast = fast_counter(encoding)
+    return fast.describe() if fast is not None else "tiktoken"
 
 
 def row(label: str, timing: Timing, tokens: str) -> str:
@@ -277,11 +276,11 @@ def main() -> None:
     print()
     print(
         "interpretation: identical text at the four stages is analysed and counted once "
-        "(cached by sha256), so a journey costs one count by the SDK's counter (bpe-openai "
-        "where it matches tiktoken), one JSON parse and canonical dump, the marker scan, "
-        "the agent thread's four calls and four spans; the last two are fixed (about 70 "
-        "us here) and weigh most at 2 KB. The agent thread only snapshots and enqueues; "
-        "flush() measures itself what the worker has not taken yet."
+        "(cached by sha256), so a journey costs one count by the SDK's counter (fastokens "
+        "or bpe-openai where it matches tiktoken), one JSON parse and canonical dump, the "
+        "marker scan, the agent thread's four calls and four spans; all but the count are "
+        "fixed (about 70 us here) and weigh most at 2 KB. The agent thread only snapshots "
+        "and enqueues; flush() measures itself what the worker has not taken yet."
     )
 
 

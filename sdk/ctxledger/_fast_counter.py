@@ -1,24 +1,33 @@
-"""The fast token counter: bpe-openai's Rust implementation of the same byte-pair
-encoding as tiktoken, about three times faster, used only where it gives tiktoken's count.
+"""The fast token counters: Rust implementations of the same byte-pair encodings as
+tiktoken, used only where they give tiktoken's count.
 
-tiktoken stays the reference. ``tests/sdk/test_token_equivalence.py`` compares the two on
-a generated corpus for every encoding listed here (no class of input disagreed, so none
-is routed to tiktoken). At run time a backend is used only after it has reproduced
-tiktoken's counts of :data:`PROBES` (themselves checked against tiktoken by the tests),
-so a bpe-openai release that counts differently is never used.
+Two backends, tried in this order: fastokens (:mod:`ctxledger._fastokens`, PCRE2's JIT
+for the pre-tokenization, the fastest here) and bpe-openai (:mod:`ctxledger._bpe_openai`,
+about twice as fast as tiktoken). tiktoken stays the reference.
+``tests/sdk/test_token_equivalence.py`` compares every backend with it on a generated
+corpus of both encodings (no class of input disagreed, so none is routed to tiktoken). At
+run time a backend is used only after it has reproduced tiktoken's counts of
+:data:`PROBES` (themselves checked against tiktoken by the tests), so a release that
+counts differently is passed over for the next backend, and finally for tiktoken.
 
-One difference to know: the backend holds the GIL while it counts, tiktoken releases it.
+One difference to know: bpe-openai holds the GIL while it counts; fastokens and tiktoken
+release it.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from importlib import metadata
 
-from ctxledger import _bpe_openai
+from ctxledger import _bpe_openai, _fastokens
 
 logger = logging.getLogger("ctxledger")
+
+CountFunction = Callable[[str], int]
 
 #: Encoding → the backend encoding whose ordinary counts are the same. o200k_harmony has
 #: o200k_base's ranks and pattern (only special tokens differ; the SDK counts ordinary
@@ -63,10 +72,11 @@ PROBES: tuple[tuple[str, dict[str, int]], ...] = (
 
 
 class FastCounter:
-    """Exact ordinary token counts of one encoding, from the bpe-openai backend."""
+    """Exact ordinary token counts of one backend encoding, from one backend."""
 
-    def __init__(self, encoding: str, count: Callable[[str], int]) -> None:
+    def __init__(self, encoding: str, count: CountFunction, backend: str = "") -> None:
         self.encoding = encoding
+        self.backend = backend
         self._count = count
 
     def count(self, text: str) -> int:
@@ -77,29 +87,105 @@ class FastCounter:
             # (tiktoken/core.py): surrogate pairs joined, the rest replaced by U+FFFD.
             return self._count(text.encode("utf-16", "surrogatepass").decode("utf-16", "replace"))
 
+    def describe(self) -> str:
+        """The backend and its installed version, e.g. ``fastokens 0.3.5``."""
+        try:
+            return f"{self.backend} {metadata.version(self.backend)}"
+        except metadata.PackageNotFoundError:
+            return self.backend
 
-def _load(encoding: str) -> FastCounter | None:
-    backend_encoding = BACKEND_ENCODINGS.get(encoding)
-    if backend_encoding is None:
-        return None
+
+def _bpe_openai_count(encoding: str) -> CountFunction | None:
     bindings = _bpe_openai.load_bindings()
     if bindings is None:
         return None
-    counter = FastCounter(encoding, bindings.tokenizer_for_encoding(backend_encoding).count)
+    count: CountFunction = bindings.tokenizer_for_encoding(encoding).count
+    return count
+
+
+@dataclass(frozen=True)
+class Backend:
+    """A fast counter's distribution name and how it is loaded for a backend encoding
+    (None: not installed; an exception: installed but unusable)."""
+
+    name: str
+    load: Callable[[str], CountFunction | None]
+
+
+BACKENDS: tuple[Backend, ...] = (
+    Backend("fastokens", _fastokens.load_count),
+    Backend("bpe-openai", _bpe_openai_count),
+)
+
+
+def _matches_probes(counter: FastCounter, backend_encoding: str) -> bool:
     for text, expected in PROBES:
         got = counter.count(text)
         if got != expected[backend_encoding]:
             logger.warning(
-                "ctxledger: bpe-openai counts %d %s tokens where tiktoken counts %d in %r; "
-                "counting %s with tiktoken",
+                "ctxledger: %s counts %d %s tokens where tiktoken counts %d in %r; "
+                "not counting %s with it",
+                counter.backend,
                 got,
-                encoding,
+                counter.encoding,
                 expected[backend_encoding],
                 text,
-                encoding,
+                counter.encoding,
             )
-            return None
-    return counter
+            return False
+    return True
+
+
+def load_fast_counter(encoding: str, backends: Sequence[Backend] = BACKENDS) -> FastCounter | None:
+    """The first of ``backends`` that is installed, loads ``encoding`` and reproduces
+    tiktoken's counts of the probes; None when none does. Not cached."""
+    backend_encoding = BACKEND_ENCODINGS.get(encoding)
+    if backend_encoding is None:
+        return None
+    for backend in backends:
+        try:
+            count = backend.load(backend_encoding)
+        except Exception as error:  # a wheel that fails to load: the next one counts
+            logger.warning(
+                "ctxledger: %s cannot count %s (%r); trying the next counter",
+                backend.name,
+                encoding,
+                error,
+            )
+            continue
+        if count is None:
+            continue
+        counter = FastCounter(backend_encoding, count, backend.name)
+        if _matches_probes(counter, backend_encoding):
+            return counter
+    return None
+
+
+#: Names the fast counter to use (``fastokens``, ``bpe-openai``), or ``tiktoken`` for
+#: none; ``auto`` (the default) takes the first backend that works. A process-wide choice,
+#: read once: fastokens needs about twice bpe-openai's memory (~140 against ~90 MiB for
+#: o200k_base) and takes longer to load.
+COUNTER_VARIABLE = "CTXLEDGER_TOKEN_COUNTER"
+
+
+def wanted_backends() -> tuple[Backend, ...]:
+    """The backends ``CTXLEDGER_TOKEN_COUNTER`` allows, in the order they are tried."""
+    wanted = os.environ.get(COUNTER_VARIABLE, "").strip().lower()
+    if wanted in ("", "auto"):
+        return BACKENDS
+    if wanted == "tiktoken":
+        return ()
+    chosen = tuple(backend for backend in BACKENDS if backend.name == wanted)
+    if not chosen:
+        names = ", ".join(("auto", *(backend.name for backend in BACKENDS), "tiktoken"))
+        logger.warning(
+            "ctxledger: %s=%r is not one of %s; choosing automatically",
+            COUNTER_VARIABLE,
+            wanted,
+            names,
+        )
+        return BACKENDS
+    return chosen
 
 
 _lock = threading.Lock()
@@ -107,17 +193,14 @@ _counters: dict[str, FastCounter | None] = {}
 
 
 def fast_counter(encoding: str) -> FastCounter | None:
-    """The fast counter of ``encoding``, once per process; None when bpe-openai is not
-    installed, does not know the encoding, or does not count as tiktoken does."""
+    """The fast counter of ``encoding``, chosen once per process and shared by the
+    encodings with the same ordinary counts (o200k_harmony, o200k_base); None when no
+    backend is installed, knows the encoding and counts as tiktoken does (tiktoken counts
+    then)."""
+    backend_encoding = BACKEND_ENCODINGS.get(encoding)
+    if backend_encoding is None:
+        return None
     with _lock:
-        if encoding not in _counters:
-            try:
-                _counters[encoding] = _load(encoding)
-            except Exception as error:  # a wheel that fails to load: tiktoken counts
-                logger.warning(
-                    "ctxledger: bpe-openai cannot be used for %s (%r); counting with tiktoken",
-                    encoding,
-                    error,
-                )
-                _counters[encoding] = None
-        return _counters[encoding]
+        if backend_encoding not in _counters:
+            _counters[backend_encoding] = load_fast_counter(backend_encoding, wanted_backends())
+        return _counters[backend_encoding]

@@ -1,7 +1,8 @@
 """Token counts: exact, offline, cached by content digest and bounded in cost.
 
-An encoding is counted by the fast counter where bpe-openai provides one that matches
-tiktoken (:mod:`ctxledger._fast_counter`), else by tiktoken (:mod:`ctxledger._encodings`).
+An encoding is counted by a fast counter where fastokens or bpe-openai provides one that
+matches tiktoken (:mod:`ctxledger._fast_counter`), else by tiktoken
+(:mod:`ctxledger._encodings`).
 An encoding that neither can load offline (``o200k_base`` on a platform without the
 bpe-openai wheel, unless tiktoken's cache holds it) is replaced by the bundled
 ``cl100k_base``, with a warning, and every count says which encoding it used.

