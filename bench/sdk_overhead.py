@@ -39,11 +39,12 @@ from dataclasses import dataclass
 from importlib import metadata
 
 # Surface SDK failures instead of swallowing them, and keep the environment from turning a
-# ledger, exporter, tokenizer or token bound on behind the benchmark's back.
+# ledger, exporter, tokenizer, token counter or token bound on behind the benchmark's back.
 os.environ["CTXLEDGER_RAISE_ERRORS"] = "1"
 for _name in (
     "CTXLEDGER_LEDGER",
     "CTXLEDGER_TOKENIZER",
+    "CTXLEDGER_TOKEN_COUNTER",
     "CTXLEDGER_MAX_EXACT_TOKEN_CHARS",
     "CTXLEDGER_CAPTURE_CONTENT",
 ):

@@ -16,6 +16,7 @@ release it.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import threading
@@ -168,8 +169,10 @@ def load_fast_counter(encoding: str, backends: Sequence[Backend] = BACKENDS) -> 
 COUNTER_VARIABLE = "CTXLEDGER_TOKEN_COUNTER"
 
 
+@functools.cache
 def wanted_backends() -> tuple[Backend, ...]:
-    """The backends ``CTXLEDGER_TOKEN_COUNTER`` allows, in the order they are tried."""
+    """The backends ``CTXLEDGER_TOKEN_COUNTER`` allows, in the order they are tried (read
+    once per process, so a wrong value is warned about once)."""
     wanted = os.environ.get(COUNTER_VARIABLE, "").strip().lower()
     if wanted in ("", "auto"):
         return BACKENDS
