@@ -353,3 +353,30 @@ PIECES = st.lists(
 @given(text=st.one_of(ANY_TEXT, PIECES))
 def test_fast_counts_equal_tiktoken_counts_on_generated_text(encoding, backend, text):
     assert backend_counter(encoding, backend).count(text) == reference_count(text, encoding)
+
+
+@pytest.mark.parametrize("backend", BACKEND_NAMES)
+def test_counts_from_several_threads_at_once_are_exact(backend):
+    """fastokens releases the GIL while it counts, so the worker and a flushing agent
+    thread (or a remedy counting on the agent's thread) may count at the same time."""
+    import threading
+
+    texts = corpus("json")[:100] + corpus("cjk")[:100]
+    expected = [reference_count(text, "o200k_base") for text in texts]
+    counter = backend_counter("o200k_base", backend)
+    failures: list[str] = []
+
+    def count_all() -> None:
+        for _ in range(5):
+            got = [counter.count(text) for text in texts]
+            if got != expected:
+                failures.append(
+                    f"{sum(g != e for g, e in zip(got, expected, strict=True))} counts differ"
+                )
+
+    threads = [threading.Thread(target=count_all) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not failures
