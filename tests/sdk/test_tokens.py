@@ -225,20 +225,25 @@ WITHOUT_BPE_OPENAI = textwrap.dedent(
 )
 
 
-def _run_without_bpe_openai(code: str, tiktoken_cache: Path) -> subprocess.CompletedProcess[str]:
-    env = {
-        "PATH": "/usr/bin:/bin",
-        "PYTHONPATH": str(ROOT / "sdk"),
-        "TIKTOKEN_CACHE_DIR": str(tiktoken_cache),
-        "CTXLEDGER_EXPORT": "0",
-    }
+def _run_sdk_code(
+    code: str, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``code`` in a fresh interpreter that imports the SDK from this tree, with only
+    ``env`` besides PATH and PYTHONPATH."""
     return subprocess.run(
-        [sys.executable, "-c", WITHOUT_BPE_OPENAI + textwrap.dedent(code)],
+        [sys.executable, "-c", code, *args],
         capture_output=True,
         text=True,
         timeout=120,
-        env=env,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT / "sdk"), **(env or {})},
         check=False,
+    )
+
+
+def _run_without_bpe_openai(code: str, tiktoken_cache: Path) -> subprocess.CompletedProcess[str]:
+    return _run_sdk_code(
+        WITHOUT_BPE_OPENAI + textwrap.dedent(code),
+        env={"TIKTOKEN_CACHE_DIR": str(tiktoken_cache), "CTXLEDGER_EXPORT": "0"},
     )
 
 
@@ -325,17 +330,8 @@ print(json.dumps({
 )
 def test_ctxledger_token_counter_chooses_the_counter(choice, backend):
     text = json.dumps(CHINESE_RECORDS, ensure_ascii=False)
-    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT / "sdk")}
-    if choice is not None:
-        env["CTXLEDGER_TOKEN_COUNTER"] = choice
-    done = subprocess.run(
-        [sys.executable, "-c", COUNTER_CHOICE, text],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-        check=False,
-    )
+    env = {} if choice is None else {"CTXLEDGER_TOKEN_COUNTER": choice}
+    done = _run_sdk_code(COUNTER_CHOICE, text, env=env)
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert result["backend"] == backend
