@@ -75,7 +75,7 @@ PROBES: tuple[tuple[str, dict[str, int]], ...] = (
 class FastCounter:
     """Exact ordinary token counts of one backend encoding, from one backend."""
 
-    def __init__(self, encoding: str, count: CountFunction, backend: str = "") -> None:
+    def __init__(self, encoding: str, count: CountFunction, backend: str) -> None:
         self.encoding = encoding
         self.backend = backend
         self._count = count
