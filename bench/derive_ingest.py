@@ -27,11 +27,11 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from ctxledger.verdicts import Tolerances
-from ctxledger_collector.column_limits import fit_to_columns
-from ctxledger_collector.database import make_engine
-from ctxledger_collector.migrate import upgrade
-from ctxledger_collector.otlp_decode import PROTOBUF, decode_export_request
-from ctxledger_collector.store import Store
+from ctxledger_collector.ingest.otlp_decode import PROTOBUF, decode_export_request
+from ctxledger_collector.judge.store import Store
+from ctxledger_collector.storage.column_limits import fit_to_columns
+from ctxledger_collector.storage.database import make_engine
+from ctxledger_collector.storage.migrate import upgrade
 
 
 def result_text(step: int, chars: int) -> str:

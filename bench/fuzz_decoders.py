@@ -24,7 +24,8 @@ import atheris
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 with atheris.instrument_imports():
-    from ctxledger_collector.otlp_decode import (
+    from ctxledger_collector.decoded.rejection_codes import REASONS
+    from ctxledger_collector.ingest.otlp_decode import (
         JSON_TYPE,
         PROTOBUF,
         DecodeLimits,
@@ -32,7 +33,6 @@ with atheris.instrument_imports():
         TooManySpans,
         decode_export_request,
     )
-    from ctxledger_collector.rejection_codes import REASONS
 
 LIMITS = DecodeLimits(max_spans=64, max_attributes=32, max_value_chars=256, max_depth=4)
 

@@ -29,11 +29,11 @@ from benchkit.databases import fresh_database, pg_admin_url_from_env
 from benchkit.exporting import batches_of
 from ctxledger.verdicts import Tolerances
 from ctxledger_collector.app import SERVING_GC_THRESHOLDS
-from ctxledger_collector.column_limits import fit_to_columns
-from ctxledger_collector.database import make_engine
-from ctxledger_collector.migrate import upgrade
-from ctxledger_collector.otlp_decode import PROTOBUF, decode_export_request
-from ctxledger_collector.store import Store
+from ctxledger_collector.ingest.otlp_decode import PROTOBUF, decode_export_request
+from ctxledger_collector.judge.store import Store
+from ctxledger_collector.storage.column_limits import fit_to_columns
+from ctxledger_collector.storage.database import make_engine
+from ctxledger_collector.storage.migrate import upgrade
 
 
 def collector_seconds(url: str, bodies: list[bytes]) -> tuple[float, float]:

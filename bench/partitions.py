@@ -6,15 +6,15 @@ Run from the repository root::
 
     .venv/bin/python bench/partitions.py                  # 8 rounds of 3,000 spans
     .venv/bin/python bench/partitions.py --rounds 20 --spans 10000 --partition-runs 50
-    .venv/bin/python bench/partitions.py --row-by-row     # retention without emptying ranges whole
+    .venv/bin/python bench/partitions.py --row-by-row     # retention without dropping ranges whole
 
 One ``ctxledger serve`` on a fresh database (``CTXLEDGER_PARTITION_RUNS`` small, so a
 round spans several partitions; sweeps every second keep partitions ahead). Each round
 builds fresh SDK-shaped runs (``benchkit.workload``, a new seed per round), exports them
 with the stock ``OTLPSpanExporter``, times the reports list, the runs list and the
 timeline (median of 5 calls each), then prunes with a cutoff between the rounds, as
-``CTXLEDGER_RETENTION_DAYS`` would, timing the prune and counting the partitions it
-emptied whole and the WAL it wrote (``--row-by-row``: none, every run deleted row by
+``CTXLEDGER_RETENTION_DAYS`` would, timing the prune and counting the ranges it
+detached and dropped whole and the WAL it wrote (``--row-by-row``: none, every run deleted row by
 row, for comparison). Flat columns mean speed does not depend on how much history has
 rolled through. This is a benchmark: it prints numbers and asserts nothing.
 """
@@ -37,9 +37,9 @@ from benchkit.collector_process import collector
 from benchkit.databases import fresh_postgres, pg_admin_url_from_env
 from benchkit.exporting import batches_of, feed, quiet_exporter_logs
 from benchkit.tables import print_table
-from ctxledger_collector.database import make_engine
-from ctxledger_collector.partitions import partitions
-from ctxledger_collector.retention import prune
+from ctxledger_collector.storage.database import make_engine
+from ctxledger_collector.storage.partitions import partitions
+from ctxledger_collector.storage.retention import prune
 
 
 def median_ms(http: httpx.Client, path: str, params: dict[str, str | int]) -> float:
@@ -77,7 +77,7 @@ def main() -> int:
     parser.add_argument(
         "--row-by-row",
         action="store_true",
-        help="retention deletes every run row by row (no range emptied whole)",
+        help="retention deletes every run row by row (no range dropped whole)",
     )
     args = parser.parse_args()
     quiet_exporter_logs()
@@ -122,7 +122,7 @@ def main() -> int:
                     # Includes what the collector wrote meanwhile (its sweeps; no ingest).
                     wal = wal_bytes_since(engine, wal_before)
                     pruned, dropped = outcome.runs, len(outcome.partitions_dropped)
-                    emptied = len(outcome.partitions_emptied) // 2
+                    emptied = len(outcome.partitions_detached) // 2
                 time.sleep(1.2)  # a sweep: partitions ahead of the next round
                 with engine.connect() as connection:
                     count = len(partitions(connection, "measurements"))
@@ -166,7 +166,7 @@ def main() -> int:
             "runs pruned",
             "prune ms",
             "prune WAL KiB",
-            "ranges emptied whole",
+            "ranges dropped whole",
             "partitions dropped",
             "partitions",
             "overflow rows",

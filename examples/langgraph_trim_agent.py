@@ -9,7 +9,7 @@ Runs against a provider stand-in started in this process (no network, no keys), 
 ``--provider-url`` (``ctxledger provider --script examples/scripts/langgraph_trim.json``).
 ``--collector-url http://127.0.0.1:4318`` sends the spans to a collector (``ctxledger up``).
 The graph itself is ``ctxledger_cli/agents/langgraph_trim.py``, shipped in the package so
-that ``ctxledger demo`` runs it too (``pip install 'ctxledger[agents]'``).
+that ``ctxledger demo`` runs it too (the ``[agents]`` extra).
 """
 
 import sys

@@ -9,7 +9,7 @@ Runs against a provider stand-in started in this process (no network, no keys), 
 ``--collector-url http://127.0.0.1:4318`` sends the spans to a collector (``ctxledger up``).
 The loop is ``ctxledger_cli/agents/mcp_tickets.py`` and its server
 ``python -m ctxledger_cli.agents.mcp_ticket_server``, shipped in the package so that
-``ctxledger demo`` runs them too (``pip install 'ctxledger[agents]'``).
+``ctxledger demo`` runs them too (the ``[agents]`` extra).
 """
 
 import sys

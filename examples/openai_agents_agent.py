@@ -9,7 +9,7 @@ keys), or ``--provider-url`` (``ctxledger provider --script
 examples/scripts/openai_agents_log.json``). ``--collector-url http://127.0.0.1:4318``
 sends the spans to a collector (``ctxledger up``). The agent itself is
 ``ctxledger_cli/agents/openai_agents_log.py``, shipped in the package so that
-``ctxledger demo`` runs it too (``pip install 'ctxledger[agents]'``).
+``ctxledger demo`` runs it too (the ``[agents]`` extra).
 """
 
 import sys

@@ -4,7 +4,7 @@ Never imports project code: revisions describe the schema themselves, so an old
 revision keeps working however ``tables.py`` changes later.
 
 The URL comes from ``sqlalchemy.url`` in the Alembic config, which
-``ctxledger_collector.migrate`` sets programmatically (no ``alembic.ini`` needed).
+``ctxledger_collector.storage.migrate`` sets programmatically (no ``alembic.ini`` needed).
 A caller may instead hand over an open connection as ``config.attributes["connection"]``
 (``migrate`` does, so SQLite gets the collector's engine settings).
 """
@@ -23,7 +23,9 @@ target_metadata = None
 def _url() -> str:
     url = config.get_main_option("sqlalchemy.url")
     if not url:
-        raise RuntimeError("set sqlalchemy.url in the Alembic config (ctxledger_collector.migrate)")
+        raise RuntimeError(
+            "set sqlalchemy.url in the Alembic config (ctxledger_collector.storage.migrate)"
+        )
     return url
 
 

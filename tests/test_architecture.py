@@ -194,3 +194,85 @@ def test_the_collector_uses_only_the_sdks_public_modules() -> None:
         and edge.target != "ctxledger.__about__"
     ]
     assert private == []
+
+
+#: The collector's steps, each with the steps it may import (docs/architecture.md). The
+#: top (``routes``, ``app``, ``serve``) may import any of them; none imports the top.
+COLLECTOR_STEPS: dict[str, frozenset[str]] = {
+    "ops": frozenset(
+        {"ingest", "judge", "query", "storage", "alerts", "forwarding", "derive", "decoded"}
+    ),
+    "ingest": frozenset({"derive", "judge", "storage", "decoded"}),
+    "forwarding": frozenset({"alerts", "decoded"}),
+    "derive": frozenset({"decoded"}),
+    "judge": frozenset({"alerts", "storage", "decoded"}),
+    "alerts": frozenset({"storage", "decoded"}),
+    "query": frozenset({"storage", "decoded"}),
+    "storage": frozenset({"decoded"}),
+    "decoded": frozenset(),
+}
+COLLECTOR_TOP = frozenset({"routes", "app", "serve"})
+COLLECTOR = "ctxledger_collector"
+
+
+def collector_step(module: str) -> str | None:
+    """The step (package, or top-level module) of a collector module; None outside it."""
+    parts = module.split(".")
+    if parts[0] != COLLECTOR:
+        return None
+    return parts[1] if len(parts) > 1 else COLLECTOR
+
+
+def step_violations(graph: dict[str, list[Edge]]) -> list[str]:
+    found = []
+    for edges in graph.values():
+        for edge in edges:
+            source, target = collector_step(edge.source), collector_step(edge.target)
+            if source is None or target is None or source == target:
+                continue
+            if source in COLLECTOR_TOP:
+                allowed = target != COLLECTOR
+            else:
+                allowed = target in COLLECTOR_STEPS.get(source, frozenset())
+            if not allowed:
+                found.append(f"{edge.source}:{edge.line} imports {edge.target}")
+    return found
+
+
+def test_every_collector_module_is_in_a_step() -> None:
+    steps = {collector_step(m) for m in project_modules() if m.startswith(COLLECTOR + ".")}
+    assert steps - set(COLLECTOR_STEPS) - COLLECTOR_TOP == set()
+
+
+def test_each_collector_step_imports_only_the_steps_below_it() -> None:
+    assert step_violations(import_graph()) == []
+
+
+def test_the_step_checker_sees_a_step_importing_upwards() -> None:
+    """The rule can fail: storage importing the judge, or ingest importing a route."""
+    graph = {
+        "ctxledger_collector.storage.rows": [
+            Edge("ctxledger_collector.storage.rows", "ctxledger_collector.judge.store", 7)
+        ],
+        "ctxledger_collector.ingest.admission": [
+            Edge("ctxledger_collector.ingest.admission", "ctxledger_collector.routes.state", 9),
+            Edge("ctxledger_collector.ingest.admission", "ctxledger_collector.storage.rows", 10),
+        ],
+        "ctxledger_collector.routes.ingest": [
+            Edge("ctxledger_collector.routes.ingest", "ctxledger_collector.ops.keys", 3)
+        ],
+    }
+    assert step_violations(graph) == [
+        "ctxledger_collector.storage.rows:7 imports ctxledger_collector.judge.store",
+        "ctxledger_collector.ingest.admission:9 imports ctxledger_collector.routes.state",
+    ]
+
+
+def test_no_collector_module_is_much_over_300_lines() -> None:
+    root = ROOT / "collector" / "ctxledger_collector"
+    long = {
+        str(path.relative_to(root)): lines
+        for path in root.rglob("*.py")
+        if (lines := len(path.read_text(encoding="utf-8").splitlines())) > 320
+    }
+    assert long == {}

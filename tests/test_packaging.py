@@ -155,5 +155,5 @@ def test_plain_install_is_the_sdk_only(tmp_path: Path) -> None:
     for server_command in SERVER_COMMANDS:
         refused = _completed(command, *server_command)
         assert refused.returncode == 1, (server_command, refused.stdout + refused.stderr)
-        assert "pip install 'ctxledger[server]'" in refused.stderr, server_command
+        assert "pip install -c constraints.txt '.[server]'" in refused.stderr, server_command
         assert "Traceback" not in refused.stderr, refused.stderr

@@ -2,7 +2,7 @@
 collector: SDK-shaped measurements and manifests per run, judged by the rules
 (``ctxledger.verdicts.judge_trace``, which the incremental judge agrees with by its
 property tests) and turned into rows by the collector's own row builders
-(``ctxledger_collector.rows``, by :mod:`benchkit.query_rows`), so every table holds what
+(``ctxledger_collector.storage.rows``, by :mod:`benchkit.query_rows`), so every table holds what
 ingest would have written.
 
 The mix (seeded): eight agents with their own tools, long runs (30-70 steps of 10-30

@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ctxledger.verdicts import Manifest, Measurement, Tolerances, judge_trace
-from ctxledger.verdicts.journeys import call_origin
-from ctxledger_collector.otlp_decode import DecodedManifest, DecodedMeasurement
-from ctxledger_collector.rows import manifest_row, measurement_row, report_row
-from ctxledger_collector.string_lists import ListWriter
+from ctxledger.verdicts.call_origins import call_origin
+from ctxledger_collector.decoded.batch import DecodedManifest, DecodedMeasurement
+from ctxledger_collector.storage.rows import manifest_row, measurement_row, report_row
+from ctxledger_collector.storage.string_lists import ListWriter
 
 
 @dataclass

@@ -13,21 +13,21 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchkit.query_rows import RunRows
-from ctxledger_collector.database import make_engine
-from ctxledger_collector.journey_counts import (
+from ctxledger_collector.storage.database import make_engine
+from ctxledger_collector.storage.journey_counts import (
     JOURNEY_KEY,
     JOURNEY_SUMS,
     RUN_KEY,
     rebuild_counts,
 )
-from ctxledger_collector.rows import (
+from ctxledger_collector.storage.rows import (
     CALL_COLUMNS,
     MANIFEST_COLUMNS,
     MEASUREMENT_COLUMNS,
     REPORT_COLUMNS,
     RUN_COLUMNS,
 )
-from ctxledger_collector.string_lists import STRING_LIST_COLUMNS
+from ctxledger_collector.storage.string_lists import STRING_LIST_COLUMNS
 
 TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     "runs": ("id", *RUN_COLUMNS),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from ctxledger import __version__
 from ctxledger_cli.commands import (
@@ -16,6 +17,7 @@ from ctxledger_cli.commands import (
     handle_serve,
     handle_up,
 )
+from ctxledger_cli.reports_command import add_reports_command
 
 
 def header_pair(text: str) -> tuple[str, str]:
@@ -29,15 +31,47 @@ def header_pair(text: str) -> tuple[str, str]:
 INSECURE_HELP = (
     "allow an address other machines can reach without ingest and read keys (see docs/security.md)"
 )
+HOST_HELP = "the address to listen on (one other machines can reach needs keys or --insecure)"
+
+
+class HelpWithDefaults(argparse.ArgumentDefaultsHelpFormatter):
+    """Each option's help ends with its default, unless it has none (no value, a switch)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default is None or action.default is False:
+            return action.help
+        return super()._get_help_string(action)
+
+
+class CommandParser(argparse.ArgumentParser):
+    """An argument parser whose subcommands' parsers show defaults too (argparse gives a
+    subcommand's parser its parent's class, not its formatter)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", HelpWithDefaults)
+        super().__init__(*args, **kwargs)
+
+
+def add_command_group(
+    commands: argparse._SubParsersAction[CommandParser],
+    name: str,
+    *,
+    help: str,
+    description: str,
+) -> argparse._SubParsersAction[CommandParser]:
+    """A subcommand that only groups others (``ctxledger db upgrade``): its own subcommands,
+    one of which must be given; the chosen one is in ``<name>_command``."""
+    group = commands.add_parser(name, help=help, description=description)
+    return group.add_subparsers(dest=f"{name}_command", required=True, metavar="COMMAND")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="ctxledger",
         description="Make every loss of tool-result data on its way to the model visible.",
     )
     parser.add_argument("--version", action="version", version=f"ctxledger {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     demo = commands.add_parser(
         "demo",
         help="run agents that reproduce the seeds' incidents (no LLM, no network, no keys)",
@@ -68,22 +102,36 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run the collector. Settings come from CTXLEDGER_* variables; "
         "the database defaults to sqlite:///./ctxledger.db (migrated on start).",
     )
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=4318)
+    serve.add_argument("--host", default="127.0.0.1", help=HOST_HELP)
+    serve.add_argument("--port", type=int, default=4318, help="the port OTLP and the API listen on")
     serve.add_argument("--database-url", help="overrides CTXLEDGER_DATABASE_URL")
-    serve.add_argument("--log-level", default="warning")
+    serve.add_argument(
+        "--log-level",
+        default="warning",
+        choices=("critical", "error", "warning", "info", "debug", "trace"),
+        help="uvicorn's log level",
+    )
     serve.add_argument(
         "--workers",
         type=int,
         default=1,
-        help="worker processes on the one port (PostgreSQL only; default 1)",
+        help="worker processes on the one port (PostgreSQL only)",
+    )
+    serve.add_argument(
+        "--fd",
+        type=int,
+        metavar="FD",
+        help="serve on this already bound socket, inherited as file descriptor FD, instead "
+        "of binding --host and --port (how `ctxledger up` hands over the port it checked); "
+        "one worker only",
     )
     serve.add_argument(
         "--shutdown-timeout",
         type=int,
         metavar="SECONDS",
-        help="on SIGTERM, how long requests in flight may still finish before they are "
-        "cancelled; overrides CTXLEDGER_SHUTDOWN_TIMEOUT_S (default 10)",
+        help="on SIGTERM, how long requests in flight may still finish (an export still "
+        "unfinished 0.5 s before is answered 503, so that its client retries); overrides "
+        "CTXLEDGER_SHUTDOWN_TIMEOUT_S (default 10)",
     )
     serve.add_argument(
         "--spool-dir",
@@ -116,11 +164,16 @@ def build_parser() -> argparse.ArgumentParser:
     serve.set_defaults(handler=handle_serve)
 
     dashboard = commands.add_parser(
-        "dashboard", help="run the dashboard against a collector's HTTP API"
+        "dashboard",
+        help="run the dashboard against a collector's HTTP API",
+        description="Run the Streamlit dashboard, reading a running collector's HTTP API "
+        "(with CTXLEDGER_READ_KEY if it has read keys). Ctrl-C or SIGTERM stops it.",
     )
-    dashboard.add_argument("--api", default="http://127.0.0.1:4318", help="the collector's URL")
-    dashboard.add_argument("--host", default="127.0.0.1")
-    dashboard.add_argument("--port", type=int, default=8501)
+    dashboard.add_argument(
+        "--api", default="http://127.0.0.1:4318", help="the collector's base URL to read"
+    )
+    dashboard.add_argument("--host", default="127.0.0.1", help="the address to listen on")
+    dashboard.add_argument("--port", type=int, default=8501, help="the port to listen on")
     dashboard.add_argument(
         "--insecure",
         action="store_true",
@@ -133,17 +186,22 @@ def build_parser() -> argparse.ArgumentParser:
         "up",
         help="run the whole stack: collector (SQLite), dashboard and the demo incidents",
         description="Start the collector on embedded SQLite and the dashboard, send the "
-        "seeds' incidents (unless --no-demo), print both URLs; Ctrl-C stops both.",
+        "seeds' incidents (unless --no-demo), print both URLs; Ctrl-C or SIGTERM stops "
+        "both. Both ports are checked first: a taken one is refused before anything starts.",
     )
-    stack.add_argument("--host", default="127.0.0.1")
+    stack.add_argument("--host", default="127.0.0.1", help="the address both listen on")
     stack.add_argument("--port", type=int, default=4318, help="the collector's port")
-    stack.add_argument("--dashboard-port", type=int, default=8501)
+    stack.add_argument("--dashboard-port", type=int, default=8501, help="the dashboard's port")
     stack.add_argument("--no-demo", action="store_true", help="do not send the demo incidents")
     stack.add_argument("--insecure", action="store_true", help=INSECURE_HELP)
     stack.set_defaults(handler=handle_up)
 
-    key = commands.add_parser("key", help="access keys")
-    key_commands = key.add_subparsers(dest="key_command", required=True)
+    key_commands = add_command_group(
+        commands,
+        "key",
+        help="access keys",
+        description="Make the ingest and read keys the collector checks (docs/security.md).",
+    )
     new = key_commands.add_parser(
         "new",
         help="print a new random key and its sha256: digest",
@@ -153,11 +211,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     new.set_defaults(handler=handle_key_new)
 
-    db = commands.add_parser("db", help="database maintenance")
-    db_commands = db.add_subparsers(dest="db_command", required=True)
-    upgrade = db_commands.add_parser("upgrade", help="apply the migrations")
+    db_commands = add_command_group(
+        commands,
+        "db",
+        help="database maintenance",
+        description="Migrate the collector's database, or remove old runs from it.",
+    )
+    upgrade = db_commands.add_parser(
+        "upgrade",
+        help="apply the migrations",
+        description="Apply the Alembic migrations up to --revision and print the revision "
+        "the database is at (`serve` migrates SQLite on start; PostgreSQL needs this).",
+    )
     upgrade.add_argument("--database-url", help="overrides CTXLEDGER_DATABASE_URL")
-    upgrade.add_argument("--revision", default="head")
+    upgrade.add_argument("--revision", default="head", help="the migration to stop at")
     upgrade.set_defaults(handler=handle_db_upgrade)
     prune = db_commands.add_parser(
         "prune",
@@ -170,9 +237,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--older-than", required=True, metavar="AGE", help="e.g. 30d, 12h, 90m (days if no unit)"
     )
     prune.add_argument("--database-url", help="overrides CTXLEDGER_DATABASE_URL")
-    prune.add_argument(
-        "--batch-runs", type=int, default=200, help="runs removed per transaction (default 200)"
-    )
+    prune.add_argument("--batch-runs", type=int, default=200, help="runs removed per transaction")
     prune.set_defaults(handler=handle_db_prune)
 
     provider = commands.add_parser(
@@ -181,26 +246,68 @@ def build_parser() -> argparse.ArgumentParser:
         description="Serve a local stand-in for OpenAI and Anthropic: it counts tokens, "
         "refuses over-long prompts and broken tool pairing with the providers' own errors, "
         "and answers from a script. Point the openai client at http://HOST:PORT/v1 and the "
-        "anthropic client at http://HOST:PORT.",
+        "anthropic client at http://HOST:PORT. It also serves ollama's POST /api/chat "
+        "(front discard over num_ctx) and llama.cpp's POST /completion (token truncation "
+        "with n_keep), and honours Responses truncation=auto and Anthropic's context "
+        "editing (docs/provider-stand-in.md).",
     )
-    provider.add_argument("--host", default="127.0.0.1")
-    provider.add_argument("--port", type=int, default=8765)
+    provider.add_argument("--host", default="127.0.0.1", help="the address to listen on")
+    provider.add_argument("--port", type=int, default=8765, help="the port to listen on")
     provider.add_argument(
         "--context-window",
         type=int,
         help="prompt tokens allowed for every model (default: each model's own window)",
     )
-    provider.add_argument(
+    over_long = provider.add_mutually_exclusive_group()
+    over_long.add_argument(
         "--silent-front-discard",
         action="store_true",
         help="drop the oldest messages of an over-long prompt and answer 200 (ollama#3839)",
     )
-    provider.add_argument("--script", help="a JSON or YAML file of scripted answers")
+    over_long.add_argument(
+        "--token-truncate",
+        action="store_true",
+        help="cut an over-long chat completions prompt like llama-server: keep the first "
+        "--n-keep tokens and the tail, answer 200",
+    )
+    provider.add_argument(
+        "--n-keep",
+        type=int,
+        default=0,
+        help="with --token-truncate: the first prompt tokens always kept (-1: all) when the "
+        "request gives no n_keep",
+    )
+    provider.add_argument(
+        "--count-scale",
+        type=float,
+        default=1.0,
+        help="report every token count multiplied by this (1.2: a tokenizer making 20%% "
+        "more tokens); windows apply in these units",
+    )
+    provider.add_argument(
+        "--count-encoding",
+        choices=["cl100k_base", "o200k_base"],
+        help="count every model's tokens with this encoding instead of the model's own",
+    )
+    provider.add_argument(
+        "--script",
+        help="a JSON or YAML file of scripted answers; once they are used up every request "
+        "is refused with a 409 (POST /_ctxledger/reset rewinds the script)",
+    )
+    provider.add_argument(
+        "--loop",
+        action="store_true",
+        help="start the script again from its first answer once it is used up",
+    )
     provider.add_argument("--verbose", action="store_true", help="log every request")
     provider.set_defaults(handler=handle_provider)
 
-    alerts = commands.add_parser("alerts", help="alert rules")
-    alerts_commands = alerts.add_subparsers(dest="alerts_command", required=True)
+    alerts_commands = add_command_group(
+        commands,
+        "alerts",
+        help="alert rules",
+        description="Work with the collector's alert rules file (docs/alerting.md).",
+    )
     check = alerts_commands.add_parser(
         "check",
         help="check an alert rules file and print every problem with its line",
@@ -210,4 +317,5 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check.add_argument("file", metavar="FILE", help="the rules file")
     check.set_defaults(handler=handle_alerts_check)
+    add_reports_command(commands)
     return parser

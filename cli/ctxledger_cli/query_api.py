@@ -11,6 +11,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Sequence
 from typing import Any
 
 #: Answers a client should retry: the collector's storage is out of reach for now.
@@ -66,3 +67,13 @@ def fetch_reports(
     answer = get_json(f"{endpoint.rstrip('/')}/api/v1/reports?{query}", timeout_s)
     reports: list[dict[str, Any]] = answer["reports"]
     return reports
+
+
+def report_page(
+    endpoint: str, filters: Sequence[tuple[str, str]], timeout_s: float = 10.0
+) -> dict[str, Any]:
+    """One page of ``GET /api/v1/reports``: ``reports``, ``total``, ``next_cursor``…;
+    ``filters`` are (name, value) pairs, so a name may repeat (``verdict``)."""
+    query = urllib.parse.urlencode(list(filters))
+    answer: dict[str, Any] = get_json(f"{endpoint.rstrip('/')}/api/v1/reports?{query}", timeout_s)
+    return answer

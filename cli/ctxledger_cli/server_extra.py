@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import importlib.util
 
-SERVER_EXTRA_HINT = (
-    "this command needs the collector's dependencies: pip install 'ctxledger[server]'"
-)
+
+def install_hint(extra: str) -> str:
+    """How to install one of the package's extras: ctxledger is not on PyPI yet, so from
+    the clone, with the versions it is tested with."""
+    return f"pip install -c constraints.txt '.[{extra}]' in the ctxledger clone"
+
+
+SERVER_EXTRA_HINT = f"this command needs the collector's dependencies: {install_hint('server')}"
 SERVER_MODULES = ("fastapi", "sqlmodel", "streamlit", "uvicorn")
 
 

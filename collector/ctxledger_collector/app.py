@@ -9,53 +9,42 @@ import logging
 from collections.abc import AsyncIterator
 
 from fastapi import FastAPI
+from fastapi_offline import FastAPIOffline
 from starlette.concurrency import run_in_threadpool
 
 from ctxledger.__about__ import __version__
-from ctxledger_collector.admission import IngestAdmission
 from ctxledger_collector.alerts.config import default_config, load_alerts_config
 from ctxledger_collector.alerts.delivery import DeliveryWorker
 from ctxledger_collector.alerts.events import AlertContext
-from ctxledger_collector.database import is_storage_outage, make_engine
-from ctxledger_collector.exit_deadline import arm_exit_deadline
 from ctxledger_collector.forwarding.forwarder import Forwarder
-from ctxledger_collector.ingest_spool import IngestSpool
-from ctxledger_collector.metrics import CollectorMetrics, SpoolSize
-from ctxledger_collector.migrate import is_up_to_date, upgrade
-from ctxledger_collector.partitions import ensure_ahead
-from ctxledger_collector.readiness import ReadinessProbe
-from ctxledger_collector.retention import prune, retention_cutoff
+from ctxledger_collector.ingest.admission import IngestAdmission
+from ctxledger_collector.ingest.shutdown_drain import ShutdownDrain
+from ctxledger_collector.ingest.spool import IngestSpool
+from ctxledger_collector.ingest.spool_replay import SpoolReplayer
+from ctxledger_collector.judge.store import Store
+from ctxledger_collector.ops.database_start import prepare_database
+from ctxledger_collector.ops.exit_deadline import arm_exit_deadline
+from ctxledger_collector.ops.metrics import CollectorMetrics, SpoolSize
+from ctxledger_collector.ops.readiness import ReadinessProbe
+from ctxledger_collector.ops.settings import Settings
 from ctxledger_collector.routes import alerts as alert_routes
 from ctxledger_collector.routes import errors, health, ingest, queries, rejections, stats
 from ctxledger_collector.routes.access import READ_KEY_NEEDED
 from ctxledger_collector.routes.ingest_storage import replay_spooled
-from ctxledger_collector.settings import Settings
-from ctxledger_collector.spool_replay import SpoolReplayer
-from ctxledger_collector.state import AppState
-from ctxledger_collector.store import Store
-from ctxledger_collector.table_statistics import analyse_new_tables
+from ctxledger_collector.routes.state import AppState
+from ctxledger_collector.storage.database import is_storage_outage, make_engine
+from ctxledger_collector.storage.partitions import ensure_ahead
+from ctxledger_collector.storage.retention import prune, retention_cutoff
+from ctxledger_collector.storage.table_statistics import analyse_new_tables
 
 logger = logging.getLogger("ctxledger.collector")
 
 #: At shutdown, how long the spool replayer may take to finish the export it is storing.
 _REPLAY_STOP_S = 5.0
+#: At shutdown, how long exports still being stored may take to end their chunk.
+_STORAGE_STOP_S = 5.0
 #: How often PostgreSQL tables without statistics are looked for (one catalog read).
 _STATISTICS_CHECK_S = 2.0
-
-
-class SchemaNotMigrated(RuntimeError):
-    """The database is behind the latest migration and auto-migration is off."""
-
-
-def prepare_database(settings: Settings) -> None:
-    """Migrate (SQLite by default) or refuse to run on an un-migrated database."""
-    if settings.should_auto_migrate:
-        upgrade(settings.database_url, partition_runs=settings.partition_runs)
-    elif not is_up_to_date(settings.database_url):
-        raise SchemaNotMigrated(
-            "the database is not at the latest migration. Run `ctxledger db upgrade` "
-            "(with CTXLEDGER_DATABASE_URL set), or start with CTXLEDGER_AUTO_MIGRATE=true"
-        )
 
 
 async def _sweep_forever(state: AppState) -> None:
@@ -129,7 +118,9 @@ def create_app(settings: Settings | None = None, exit_deadline_s: float | None =
 
     ``exit_deadline_s`` (set by ``ctxledger serve``, never in a process that hosts the
     app among other work) bounds how long the process may linger after the app stopped:
-    a worker thread stuck in a hung database call cannot hold the exit."""
+    a worker thread stuck in a hung database call cannot hold the exit. Such an app also
+    hears SIGTERM and SIGINT, so that an export it cannot finish before the shutdown
+    timeout is answered 503 (:mod:`.shutdown_drain`)."""
     settings = settings or Settings()
     alerts = load_alerts(settings)
     engine = make_engine(settings.database_url, sqlite_synchronous=settings.sqlite_synchronous)
@@ -148,6 +139,7 @@ def create_app(settings: Settings | None = None, exit_deadline_s: float | None =
         readiness=ReadinessProbe(engine, settings, spool),
         ingest_keys=settings.api_key_set(),
         read_keys=settings.read_key_set(),
+        drain=ShutdownDrain(settings.shutdown_timeout_s),
     )
     replayer = SpoolReplayer(spool, lambda export: replay_spooled(state, export), metrics)
     state.replayer = replayer
@@ -170,6 +162,8 @@ def create_app(settings: Settings | None = None, exit_deadline_s: float | None =
         background = [sweeper, retainer]
         if engine.dialect.name == "postgresql":
             background.append(asyncio.create_task(_analyse_new_tables_forever(state)))
+        if exit_deadline_s is not None:  # `serve`: the server's signal handlers are ours
+            state.drain.hook_signals(asyncio.get_running_loop())
         worker.start()
         forwarder.start()
         replayer.start()  # a spool left by an earlier process is replayed now
@@ -198,11 +192,17 @@ def create_app(settings: Settings | None = None, exit_deadline_s: float | None =
             await run_in_threadpool(replayer.stop, _REPLAY_STOP_S)
             await run_in_threadpool(forwarder.stop)
             await run_in_threadpool(worker.stop)
+            # An export answered 503 at shutdown ends with the chunk it is committing.
+            await run_in_threadpool(state.drain.wait_for_storage, _STORAGE_STOP_S)
             engine.dispose()
             if exit_deadline_s is not None:
                 arm_exit_deadline(exit_deadline_s)
 
-    app = FastAPI(
+    # /docs loads Swagger UI from the files fastapi-offline ships, not from a CDN: the API
+    # docs render on a machine without internet access. No /redoc: ReDoc's bundle always
+    # fetches its vendor's logo from a CDN.
+    app = FastAPIOffline(
+        redoc_url=None,
         title="ctxledger collector",
         version=__version__,
         summary="Receives OTLP measurements of tool results and judges every journey.",

@@ -13,13 +13,15 @@ from ctxledger_dashboard.alert_style import (
     DELIVERY_HELP,
     STATE_COLORS,
     color_by_value,
-    plural,
+    sink_label,
     timestamp,
 )
-from ctxledger_dashboard.incident_tables import PAGE_SIZE, page_controls
+from ctxledger_dashboard.incident_tables import PAGE_SIZE
 from ctxledger_dashboard.markdown_text import code, plain
-from ctxledger_dashboard.page_kit import fetch, run_link, when
+from ctxledger_dashboard.page_kit import fetch, plural, run_link, when
+from ctxledger_dashboard.pagers import page_controls
 from ctxledger_dashboard.verdict_style import badge
+from ctxledger_dashboard.visible_text import visible, visible_data, visible_frame
 
 ANY = "any"
 DELIVERIES = (ANY, "pending", "delivered", "dead")
@@ -37,6 +39,11 @@ def _worst_example(n: dict[str, Any]) -> str | None:
         return None
     e = examples[0]
     return run_link(e["trace_id"], e["step"], e["tool_call_id"])
+
+
+def _worst_call(n: dict[str, Any]) -> str | None:
+    examples = n["payload"].get("examples") or []
+    return str(examples[0]["tool_call_id"]) if examples else None
 
 
 def _history_filters(rules: list[dict[str, Any]]) -> tuple[str | None, str | None]:
@@ -86,7 +93,8 @@ def notification_history(rules: list[dict[str, Any]]) -> None:
                 "agent · tool": f"{n['agent'] or 'any'} · {n['tool'] or 'any'}",
                 "journeys": n["payload"].get("count") if n["status"] == "firing" else None,
                 "worst example": _worst_example(n),
-                "sink": f"{n['sink']} ({n['sink_type']})",
+                "worst call": _worst_call(n),
+                "sink": sink_label(n["sink"], n["sink_type"]),
                 "delivery": _delivery(n),
                 "attempts": n["attempts"],
                 "last error": n["last_error"] or "",
@@ -95,9 +103,9 @@ def notification_history(rules: list[dict[str, Any]]) -> None:
         ]
     )
     st.dataframe(
-        data.style.map(color_by_value(STATE_COLORS), subset=["status"]).map(
-            lambda v: color_by_value(DELIVERY_COLORS)(str(v).split(" ")[0]), subset=["delivery"]
-        ),
+        visible_frame(data)
+        .style.map(color_by_value(STATE_COLORS), subset=["status"])
+        .map(lambda v: color_by_value(DELIVERY_COLORS)(str(v).split(" ")[0]), subset=["delivery"]),
         hide_index=True,
         width="stretch",
         column_config={
@@ -106,12 +114,13 @@ def notification_history(rules: list[dict[str, Any]]) -> None:
                 help="; ".join(f"{k}: {v}" for k, v in DELIVERY_HELP.items())
             ),
             "last error": st.column_config.TextColumn(width="medium"),
+            # Not the call id out of the link: the link holds it raw, "worst call" visible.
             "worst example": st.column_config.LinkColumn(
-                display_text=r"tool_call_id=(.+)$", help="the worst matching journey, in its run"
+                display_text="open →", help="the worst matching journey, in its run"
             ),
         },
     )
-    page_controls(key, listing["total"], len(notifications), listing["next_offset"])
+    page_controls(key, PAGE_SIZE, listing["total"], len(notifications), listing["next_offset"])
     notification_details(notifications)
 
 
@@ -121,7 +130,7 @@ def notification_details(notifications: list[dict[str, Any]]) -> None:
     chosen = st.selectbox(
         "Open a notification",
         list(by_id),
-        format_func=lambda i: (
+        format_func=lambda i: visible(
             f"{when(by_id[i]['created_at'])} · {by_id[i]['status']} · {by_id[i]['rule']} · "
             f"{by_id[i]['agent'] or 'any'} · {by_id[i]['tool'] or 'any'} → {by_id[i]['sink']}"
         ),
@@ -134,7 +143,7 @@ def notification_details(notifications: list[dict[str, Any]]) -> None:
         st.markdown(
             f"**{n['status']}** · {code(n['rule'])} ({payload.get('severity')}) · "
             f"window {when(window.get('start'))} → {when(window.get('end'))}  \n"
-            f"Sink {code(n['sink'])} ({n['sink_type']}): **{n['delivery']}** after "
+            f"Sink {sink_label(n['sink'], n['sink_type'], code)}: **{n['delivery']}** after "
             f"{plural(n['attempts'], 'attempt')}"
             + (f", delivered {when(n['delivered_at'])}" if n["delivered_at"] else "")
             + (f", next attempt {when(n['next_attempt_at'])}" if n["next_attempt_at"] else "")
@@ -166,5 +175,6 @@ def notification_details(notifications: list[dict[str, Any]]) -> None:
             f"webhook-id {code(n['webhook_id'])} (the same on every retry: receivers drop "
             f"duplicates by it) · batch {code(n['batch_id'])}"
         )
-        with st.expander("Payload (JSON, as sent to webhooks)", icon=":material/data_object:"):
-            st.json(payload, expanded=2)
+        label = "Payload (JSON, as sent to webhooks; invisible characters as ⟨U+…⟩)"
+        with st.expander(label, icon=":material/data_object:"):
+            st.json(visible_data(payload), expanded=2)

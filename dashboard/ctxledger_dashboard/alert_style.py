@@ -1,8 +1,9 @@
-"""How the Alerts page words and colours what it shows: rules in words, plurals, times,
+"""How the Alerts page words and colours what it shows: rules in words, sinks, times,
 and one colour per state, delivery and severity."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
@@ -39,12 +40,16 @@ def rule_in_words(rule: dict[str, Any]) -> str:
         scope.append(f"agent {' or '.join(rule['agents'])}")
     if rule["tools"]:
         scope.append(f"tool {' or '.join(rule['tools'])}")
+    if rule.get("layers"):
+        scope.append(f"lost at {' or '.join(name.replace('_', ' ') for name in rule['layers'])}")
     text = " with ".join(what)
     return f"{text} ({', '.join(scope)})" if scope else text
 
 
-def plural(count: int, noun: str) -> str:
-    return f"{count:,} {noun}{'' if count == 1 else 's'}"
+def sink_label(name: str, sink_type: str, shown: Callable[[str], str] = str) -> str:
+    """A sink by name (``shown`` as, e.g. a code span), with its type when the name does
+    not already say it: "ops (webhook)", but "log" rather than "log (log)"."""
+    return shown(name) if name == sink_type else f"{shown(name)} ({sink_type})"
 
 
 def color_by_value(colors: dict[str, str]) -> Any:

@@ -9,6 +9,10 @@ from urllib.parse import quote
 import httpx
 
 DEFAULT_API_URL = "http://127.0.0.1:4318"
+#: How long the collector has to answer its liveness probe: a page says it is unreachable
+#: this soon, rather than after a query's whole timeout.
+PROBE_TIMEOUT_S = 3.0
+_START_IT = "Start it with `ctxledger serve` or the whole stack with `ctxledger up`."
 
 
 class CollectorUnavailable(RuntimeError):
@@ -70,8 +74,7 @@ class CollectorClient:
         except httpx.HTTPError as error:
             raise CollectorUnavailable(
                 f"cannot reach the collector at {self.base_url} ({error.__class__.__name__}). "
-                "Is it running? Start it with `ctxledger serve` or the whole stack with "
-                "`ctxledger up`."
+                f"Is it running? {_START_IT}"
             ) from error
         if response.status_code == 401:
             raise CollectorUnavailable(
@@ -91,6 +94,30 @@ class CollectorClient:
 
     def health(self) -> Any:
         return self._get("/readyz")
+
+    def alive(self, timeout_s: float = PROBE_TIMEOUT_S) -> bool:
+        """Whether the collector's process answers ``/healthz`` within ``timeout_s``;
+        raises :class:`CollectorUnavailable` saying where it looked and what happened."""
+        url = self.base_url
+        try:
+            response = self._http.get("/healthz", timeout=timeout_s)
+        except httpx.TimeoutException as error:
+            raise CollectorUnavailable(
+                f"the collector at {url} did not answer within {timeout_s:g} s "
+                f"({error.__class__.__name__}): is it hung, overloaded or behind a firewall "
+                f"that drops packets? {_START_IT}"
+            ) from error
+        except httpx.HTTPError as error:
+            raise CollectorUnavailable(
+                f"cannot reach the collector at {url} ({error.__class__.__name__}). "
+                f"Is it running? {_START_IT}"
+            ) from error
+        if response.status_code >= 500:
+            raise CollectorUnavailable(
+                f"the collector at {url} answered {response.status_code} to /healthz: "
+                f"{response.text[:300]}"
+            )
+        return True
 
     def runs(
         self, limit: int = 50, offset: int = 0, after: str | None = None, **filters: Any

@@ -1,5 +1,8 @@
 """Altair charts. Every verdict keeps its colour on every chart.
 
+Names (tools, agents, stages) go onto the charts ``visible``: axes, labels and tooltips
+show invisible and reordering characters as escapes.
+
 Altair ships no type information, so the charts are typed ``Any`` (an ``alt.Chart``)."""
 
 from __future__ import annotations
@@ -11,26 +14,36 @@ import pandas as pd
 
 from ctxledger.verdicts import VERDICT_SEVERITY
 from ctxledger_dashboard.verdict_style import COLORS
+from ctxledger_dashboard.visible_text import visible, visible_frame
 
 _VERDICT_SCALE = alt.Scale(domain=list(COLORS), range=list(COLORS.values()))
 _KEPT = "#90a4ae"
 
 
-def stage_funnel(stages: list[dict[str, Any]], verdict: str, measure: str) -> Any:
+#: The funnel's last bar for a result that vanished from its request (dropped, orphaned).
+VANISHED = "request (missing)"
+
+
+def stage_funnel(
+    stages: list[dict[str, Any]], verdict: str, measure: str, vanished: bool = False
+) -> Any:
     """One journey's stages as bars: what is left at each stage, and (in the verdict's
-    colour) what is missing compared with the first stage."""
+    colour) what is missing compared with the first stage. A result that ``vanished``
+    from its request ends with a bar of nothing left: all of it lost."""
     values: list[tuple[str, int]] = [
         (s["stage"], int(s[measure])) for s in stages if s.get(measure) is not None
     ]
     if not values:
         return None
+    if vanished:
+        values.append((VANISHED, 0))
     first = values[0][1]
     rows = []
     for order, (stage, value) in enumerate(values):
         rows.append({"stage": stage, "order": order, "part": "present", "value": value})
         if value < first:
             rows.append({"stage": stage, "order": order, "part": "lost", "value": first - value})
-    data = pd.DataFrame(rows)
+    data = visible_frame(pd.DataFrame(rows))
     color = alt.Color(
         "part:N",
         scale=alt.Scale(domain=["present", "lost"], range=[_KEPT, COLORS.get(verdict, "#c62828")]),
@@ -68,12 +81,14 @@ def verdict_timeline(points: list[dict[str, Any]], bucket_seconds: float | None)
 
 def verdict_bars(rows: list[dict[str, Any]], label: str) -> Any:
     """Per name (tool, agent, stage): journeys by verdict, stacked."""
-    data = pd.DataFrame(
-        [
-            {label: row["name"] or "?", "verdict": verdict, "journeys": count}
-            for row in rows
-            for verdict, count in row["verdicts"].items()
-        ]
+    data = visible_frame(
+        pd.DataFrame(
+            [
+                {label: row["name"] or "?", "verdict": verdict, "journeys": count}
+                for row in rows
+                for verdict, count in row["verdicts"].items()
+            ]
+        )
     )
     return (
         alt.Chart(data)
@@ -107,25 +122,31 @@ def _count_axis(field: str, title: str = "journeys") -> alt.X:
     return alt.X(f"sum({field}):Q", title=title, axis=alt.Axis(tickMinStep=1, format="d"))
 
 
-def loss_ranking(rows: list[dict[str, Any]], label: str, top: int = 10) -> Any:
+#: How many names the ranking chart shows (its table lists all of them).
+RANKING_TOP = 10
+
+
+def loss_ranking(rows: list[dict[str, Any]], label: str, top: int = RANKING_TOP) -> Any:
     """Breakdown rows (tool or agent) in the order given (the collector's: most losing
     first), journeys stacked by verdict with the worst verdict next to the axis."""
     rows = rows[:top]
-    names = [row["name"] or "?" for row in rows]
-    data = pd.DataFrame(
-        [
-            {
-                label: row["name"] or "?",
-                "verdict": verdict,
-                "journeys": count,
-                "severity": _severity(verdict),
-                "losing": row["losing"],
-                "lost results": row["lost_results"],
-                "lost items": row["result_lost_items"],
-            }
-            for row in rows
-            for verdict, count in row["verdicts"].items()
-        ]
+    names = [visible(row["name"] or "?") for row in rows]
+    data = visible_frame(
+        pd.DataFrame(
+            [
+                {
+                    label: row["name"] or "?",
+                    "verdict": verdict,
+                    "journeys": count,
+                    "severity": _severity(verdict),
+                    "losing": row["losing"],
+                    "lost results": row["lost_results"],
+                    "lost items": row["result_lost_items"],
+                }
+                for row in rows
+                for verdict, count in row["verdicts"].items()
+            ]
+        )
     )
     if data.empty:
         return None
@@ -167,7 +188,8 @@ def verdict_distribution(verdicts: dict[str, int]) -> Any:
 
 
 def stage_losses(by_stage: list[dict[str, Any]], layers: dict[str, str]) -> Any:
-    """Where a tool loses: one bar per stage transition, stacked by verdict; the tooltip
+    """Where a tool loses: one bar per stage transition, stacked by verdict, counting each
+    lost result once where it was first lost (the collector's ``by_stage``); the tooltip
     names the layer to fix."""
     rows = []
     for stage in by_stage:
@@ -186,13 +208,13 @@ def stage_losses(by_stage: list[dict[str, Any]], layers: dict[str, str]) -> Any:
             )
     if not rows:
         return None
-    data = pd.DataFrame(rows)
+    data = visible_frame(pd.DataFrame(rows))
     return (
         alt.Chart(data)
         .mark_bar()
         .encode(
             y=alt.Y("where:N", sort="-x", title=None, axis=alt.Axis(labelLimit=220)),
-            x=_count_axis("losses", "journeys losing here"),
+            x=_count_axis("losses", "results lost here (each once)"),
             color=alt.Color(
                 "verdict:N", scale=_present_scale(set(data["verdict"])), legend=_bottom_legend()
             ),

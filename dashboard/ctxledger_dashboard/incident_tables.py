@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode
 
@@ -13,67 +12,36 @@ from ctxledger.verdicts import LOSING_VERDICTS, VERDICT_MEANINGS
 from ctxledger_dashboard import charts
 from ctxledger_dashboard.markdown_text import code
 from ctxledger_dashboard.page_kit import (
+    TRACE_ID_WIDTH,
     count,
     cursor_page,
     fetch,
+    loss_columns,
+    plural,
     run_link,
     to_first_page,
-    to_newer_page,
-    to_older_page,
 )
+from ctxledger_dashboard.pagers import cursor_page_controls
 from ctxledger_dashboard.verdict_style import (
     COLORS,
     badge,
     ordered,
 )
+from ctxledger_dashboard.visible_text import visible_frame
 
 PAGE_SIZE = 20
 ANY = "any"
-
-
-def duration(seconds: float) -> str:
-    for unit, size in (("day", 86_400), ("hour", 3600), ("minute", 60)):
-        if seconds >= size and seconds % size == 0:
-            n = int(seconds // size)
-            return f"{n} {unit}{'s' if n > 1 else ''}"
-    return f"{seconds:g} s"
-
-
-def _pager(
-    key: str,
-    page: int,
-    total: int,
-    shown: int,
-    newer: Callable[[], None],
-    older: Callable[[], None] | None,
-) -> None:
-    first = page * PAGE_SIZE
-    columns = st.columns([1, 1, 6], vertical_alignment="center")
-    columns[0].button(
-        "← newer", key=f"{key}:prev", disabled=page == 0, on_click=newer, width="stretch"
-    )
-    columns[1].button(
-        "older →", key=f"{key}:next", disabled=older is None, on_click=older, width="stretch"
-    )
-    if total:
-        columns[2].caption(f"{first + 1}–{first + shown} of {total:,}, newest first")
-
-
-def page_controls(key: str, total: int, shown: int, next_offset: int | None) -> None:
-    """Newer and older buttons for a list paged by offset (page number under ``key``)."""
-    page = st.session_state[key]
-
-    def go(to: int) -> Callable[[], None]:
-        return lambda: st.session_state.update({key: to})
-
-    _pager(key, page, total, shown, go(page - 1), go(page + 1) if next_offset is not None else None)
-
-
-def cursor_page_controls(key: str, total: int, shown: int, next_cursor: str | None) -> None:
-    """Newer and older buttons for a list paged by cursor (the cursors under ``key``)."""
-    page, _ = cursor_page(key)
-    older = (lambda: to_older_page(key, next_cursor)) if next_cursor is not None else None
-    _pager(key, page, total, shown, lambda: to_newer_page(key), older)
+#: The runs table's columns: the trace id before the verdict counts, so that it is seen
+#: whole without scrolling.
+RUN_COLUMNS = [
+    "worst",
+    "agent",
+    "last seen",
+    "lost results",
+    "journeys",
+    "run",
+    "verdicts (journeys)",
+]
 
 
 def verdict_style(value: Any) -> str:
@@ -82,7 +50,7 @@ def verdict_style(value: Any) -> str:
 
 
 def styled(data: pd.DataFrame, column: str) -> Any:
-    return data.style.map(verdict_style, subset=[column])
+    return visible_frame(data).style.map(verdict_style, subset=[column])
 
 
 LOSING = "losing"
@@ -92,10 +60,6 @@ def _chosen_verdicts(choice: str | None) -> list[str]:
     if choice == LOSING:
         return list(LOSING_VERDICTS)
     return [] if choice in (None, ANY) else [choice]
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n:,} {word}{'' if n == 1 else 's'}"
 
 
 def _run_count(f: dict[str, Any], verdicts: list[str]) -> int:
@@ -122,7 +86,7 @@ def runs(f: dict[str, Any], totals: dict[str, int]) -> None:
 
     def label(option: str) -> str:
         name = {LOSING: "any losing verdict", ANY: "any verdict"}.get(option, option)
-        return f"{name} · {_plural(counts[option], unit)}"
+        return f"{name} · {plural(counts[option], unit)}"
 
     chip_key = f"runs_verdict:{','.join(options)}"
     if st.session_state.get(chip_key) not in options:
@@ -188,11 +152,12 @@ def runs(f: dict[str, Any], totals: dict[str, int]) -> None:
             "journeys": st.column_config.NumberColumn(format="localized"),
             "verdicts (journeys)": st.column_config.TextColumn(width="medium"),
             "run": st.column_config.LinkColumn(
-                "run (trace id)", display_text=r"trace_id=([0-9a-f]+)", width="medium"
+                "run (trace id)", display_text=r"trace_id=([0-9a-f]+)", width=TRACE_ID_WIDTH
             ),
         },
+        column_order=RUN_COLUMNS,
     )
-    cursor_page_controls(key, listing["total"], len(runs), listing.get("next_cursor"))
+    cursor_page_controls(key, PAGE_SIZE, listing["total"], len(runs), listing.get("next_cursor"))
 
 
 def tool_journeys(f: dict[str, Any], chosen: list[str], after: str | None, key: str) -> None:
@@ -222,6 +187,7 @@ def tool_journeys(f: dict[str, Any], chosen: list[str], after: str | None, key: 
                 "loss": loss_note(r),
                 "lost items": r["lost_items"],
                 "lost tokens": r["lost_tokens"],
+                "tool call": r["tool_call_id"],
                 "journey": run_link(r["trace_id"], link_step(r), r["tool_call_id"]),
                 "run (trace id)": run_link(r["trace_id"]),
             }
@@ -233,14 +199,16 @@ def tool_journeys(f: dict[str, Any], chosen: list[str], after: str | None, key: 
         hide_index=True,
         width="stretch",
         column_config={
-            "seen": st.column_config.DatetimeColumn(format="distance"),
-            "lost items": st.column_config.NumberColumn(format="localized"),
-            "lost tokens": st.column_config.NumberColumn(format="localized"),
-            "journey": st.column_config.LinkColumn(display_text=r"tool_call_id=(.+)$"),
-            "run (trace id)": st.column_config.LinkColumn(display_text=r"trace_id=([0-9a-f]+)"),
+            **loss_columns(),
+            # Not the call id out of the link: the link holds it raw, the table shows it visible.
+            "journey": st.column_config.LinkColumn(display_text="open →"),
+            "run (trace id)": st.column_config.LinkColumn(
+                display_text=r"trace_id=([0-9a-f]+)", width=TRACE_ID_WIDTH
+            ),
         },
     )
-    cursor_page_controls(key, listing["total"], len(reports), listing.get("next_cursor"))
+    next_cursor = listing.get("next_cursor")
+    cursor_page_controls(key, PAGE_SIZE, listing["total"], len(reports), next_cursor)
 
 
 def tool_link(name: str, range_code: str) -> str:
@@ -278,6 +246,11 @@ def ranking(rows: list[dict[str, Any]], label: str, link: Any, range_code: str) 
         return
     chart = charts.loss_ranking(rows, label)
     if chart is not None:
+        if len(rows) > charts.RANKING_TOP:
+            st.caption(
+                f"The chart shows the {charts.RANKING_TOP:,} of {plural(len(rows), label)} that "
+                "lose most; the table below lists them all."
+            )
         st.altair_chart(chart, width="stretch")
     data = pd.DataFrame(
         [
@@ -295,7 +268,7 @@ def ranking(rows: list[dict[str, Any]], label: str, link: Any, range_code: str) 
     )
     numbers = ["lost results", "losing journeys", "journeys", "lost items", "lost tokens"]
     st.dataframe(
-        data,
+        visible_frame(data),
         hide_index=True,
         width="stretch",
         height=38 + 35 * len(data) if len(data) <= 15 else 560,

@@ -1,9 +1,9 @@
-"""Start the dashboard: ``streamlit run`` on the packaged app, pointed at a collector."""
+"""How to start the dashboard: ``streamlit run`` on the packaged app, pointed at a collector
+(the ``ctxledger`` command runs it, and stops it with its process group)."""
 
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -37,12 +37,3 @@ def dashboard_environment(api_url: str, base: Mapping[str, str] | None = None) -
     """The dashboard's environment: ``base`` (default: this process's), pointed at
     ``api_url``; its read key comes along as ``CTXLEDGER_READ_KEY``."""
     return {**(os.environ if base is None else base), "CTXLEDGER_API_URL": api_url}
-
-
-def run_dashboard(api_url: str, host: str = "127.0.0.1", port: int = 8501) -> int:
-    """Run the dashboard in the foreground until interrupted."""
-    print(f"ctxledger dashboard on http://{host}:{port} reading {api_url}", file=sys.stderr)
-    try:
-        return subprocess.call(dashboard_command(host, port), env=dashboard_environment(api_url))
-    except KeyboardInterrupt:
-        return 0

@@ -3,27 +3,25 @@ markdown: shown as the characters they are, never as markup.
 
 Streamlit renders markdown, its own directives (``:red[…]``, ``:material/…:``, emoji
 short codes) and ``$…$`` math, but no raw HTML. A name is put in a code span whose
-backtick fence is longer than any run of backticks in it, with line breaks and other
-control characters shown as visible symbols, so nothing in it can end the span.
+backtick fence is longer than any run of backticks in it, with line breaks, other
+control characters and invisible or reordering ones (bidi overrides, zero-width spaces)
+shown as visible escapes (``visible_text``), so nothing in it can end the span or
+disguise the name.
 """
 
 from __future__ import annotations
 
 import re
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+from ctxledger_dashboard.visible_text import visible
+
 _BACKTICKS = re.compile(r"`+")
 
 
-def _visible(char: re.Match[str]) -> str:
-    code = ord(char.group())
-    return "\u2421" if code == 0x7F else chr(0x2400 + code)  # the Control Pictures block
-
-
 def code(name: object) -> str:
-    """``name`` as an inline code span that shows it verbatim (control characters as
-    their visible pictures)."""
-    text = _CONTROL.sub(_visible, str(name))
+    """``name`` as an inline code span that shows it verbatim (invisible characters as
+    visible escapes)."""
+    text = visible(name)
     longest = max((len(run) for run in _BACKTICKS.findall(text)), default=0)
     fence = "`" * (longest + 1)
     padded = f" {text} " if text.startswith("`") or text.endswith("`") or not text else text
@@ -33,14 +31,14 @@ def code(name: object) -> str:
 #: What can start markup anywhere in a line (emphasis, code, links, directives, math,
 #: autolinks, entities, tables, strikethrough). Characters that are markup only at the
 #: start of a line (``-``, ``+``, ``.``, ``=``, ``>``) are escaped there only: the text
-#: is one line (control characters are pictures), so only its first character can be.
+#: is one line (control characters are visible escapes), so only its first character can be.
 _INLINE_MARKUP = re.compile(r"([\\`*_{}\[\]()<#|~:$&])")
 _ASCII_PUNCTUATION = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
 
 
 def plain(text: object) -> str:
     """``text`` as one line of inline markdown that shows its characters, not markup."""
-    escaped = _INLINE_MARKUP.sub(r"\\\1", _CONTROL.sub(_visible, str(text)))
+    escaped = _INLINE_MARKUP.sub(r"\\\1", visible(text))
     if escaped[:1] in _ASCII_PUNCTUATION and escaped[:1] != "\\":
         escaped = "\\" + escaped
     return escaped

@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 import streamlit as st
 
@@ -49,7 +49,7 @@ def cached(method: str, base_url: str, *args: Any, **kwargs: Any) -> Any:
 def fetch(method: str, *args: Any, **kwargs: Any) -> Any:
     """Read from the collector with a spinner; on failure show why and stop the page."""
     try:
-        with st.spinner("Reading from the collector…"):
+        with st.spinner(f"Reading from the collector at {api_url()}…"):
             return cached(method, api_url(), *args, **kwargs)
     except CollectorRefused as error:
         st.error(
@@ -82,12 +82,24 @@ def when(seconds: float | None) -> str:
     return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
+def _page_when_reachable(render: Callable[[], None]) -> Callable[[], None]:
+    """``render``, after a quick probe of the collector: a collector that is down, hung or
+    unreachable is said at once, with its URL, instead of a page left loading."""
+
+    def page() -> None:
+        fetch("alive")
+        render()
+
+    return page
+
+
 def live(render: Callable[[], None]) -> None:
     """Run a page body, re-running it every few seconds when auto-refresh is on."""
+    page = _page_when_reachable(render)
     if st.session_state.get("auto_refresh"):
-        st.fragment(run_every=REFRESH_SECONDS)(render)()
+        st.fragment(run_every=REFRESH_SECONDS)(page)()
     else:
-        render()
+        page()
 
 
 def cursor_page(key: str) -> tuple[int, str | None]:
@@ -124,11 +136,31 @@ def count(value: int | None) -> str:
     return "—" if value is None else f"{value:,}"
 
 
+def plural(n: int, noun: str) -> str:
+    """``n`` (with thousands separators) and ``noun``, in the plural unless ``n`` is 1:
+    "1 tool result", "2 tool calls"."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
+#: Wide enough for a whole trace id (32 hex digits) in a table cell, in pixels.
+TRACE_ID_WIDTH = 280
+
+
+def loss_columns() -> dict[str, Any]:
+    """How every table of journeys shows when each was seen and the items and tokens it
+    lost (Streamlit column settings, by column)."""
+    return {
+        "seen": st.column_config.DatetimeColumn(format="distance"),
+        "lost items": st.column_config.NumberColumn(format="localized"),
+        "lost tokens": st.column_config.NumberColumn(format="localized"),
+    }
+
+
 def run_link(trace_id: str, step: int | None = None, tool_call_id: str | None = None) -> str:
     """The dashboard's own deep link to a run, step or journey (relative URL)."""
     link = f"/run?trace_id={trace_id}"
     if step is not None:
         link += f"&step={step}"
     if tool_call_id:
-        link += f"&tool_call_id={tool_call_id}"
+        link += f"&tool_call_id={quote(tool_call_id, safe='')}"
     return link

@@ -11,25 +11,31 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from ctxledger_dashboard.alert_style import plural, timestamp
-from ctxledger_dashboard.page_kit import api_url, fetch
+from ctxledger_dashboard.alert_style import timestamp
+from ctxledger_dashboard.markdown_text import code
+from ctxledger_dashboard.page_kit import api_url, fetch, plural
+from ctxledger_dashboard.visible_text import visible_frame
 
 SHOWN = 200
 
 
 def _table(rows: list[dict[str, Any]]) -> pd.DataFrame:
-    return pd.DataFrame(
-        [
-            {
-                "rejected": timestamp(r["rejected_at"]),
-                "reason": r["reason"],
-                "service": r["service_name"] or "",
-                "trace id": r["trace_id"],
-                "span id": r["span_id"],
-                "detail": r["detail"],
-            }
-            for r in rows
-        ]
+    return visible_frame(
+        pd.DataFrame(
+            [
+                {
+                    "rejected": timestamp(r["rejected_at"]),
+                    "reason": r["reason"],
+                    "service": r["service_name"] or "",
+                    "trace id": r["trace_id"],
+                    "span id": r["span_id"],
+                    "detail": r["detail"],
+                    # Collectors before migration 0013 do not say.
+                    "on replay": bool(r.get("replayed", False)),
+                }
+                for r in rows
+            ]
+        )
     )
 
 
@@ -46,7 +52,7 @@ def rejected_spans() -> None:
         )
         return
     by_reason = Counter(r["reason"] for r in rows)
-    reasons = ", ".join(f"`{reason}` {count:,}" for reason, count in by_reason.most_common())
+    reasons = ", ".join(f"{code(reason)} {count:,}" for reason, count in by_reason.most_common())
     shown = f"the newest {len(rows):,} of {data['total']:,}" if data["total"] > len(rows) else ""
     st.warning(
         f"**{plural(data['total'], 'span')} rejected at ingest** (kept: the newest "

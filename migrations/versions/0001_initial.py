@@ -4,7 +4,7 @@ Revision ID: 0001_initial
 Revises:
 Create Date: 2025-11-30
 
-Mirrors ``collector/ctxledger_collector/tables.py`` as of this revision (written out,
+Mirrors ``collector/ctxledger_collector/storage/tables.py`` as of this revision (written out,
 never imported). Defaults such as ``settled=True`` are applied by the application, so
 there are no server defaults.
 """

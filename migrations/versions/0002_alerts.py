@@ -4,7 +4,7 @@ Revision ID: 0002_alerts
 Revises: 0001_initial
 Create Date: 2026-11-30
 
-Mirrors the alert tables of ``collector/ctxledger_collector/tables.py`` (written out,
+Mirrors the alert tables of ``collector/ctxledger_collector/storage/tables.py`` (written out,
 never imported).
 """
 

@@ -6,7 +6,7 @@ Revision ID: 0003_compact_storage
 Revises: 0002_alerts
 Create Date: 2026-12-01
 
-Mirrors ``collector/ctxledger_collector/tables.py`` as of this revision (written out,
+Mirrors ``collector/ctxledger_collector/storage/tables.py`` as of this revision (written out,
 never imported), with what judging traces without the SDK needs: each record's source
 and telemetry cut, a request's conversation, sequence and position and the calls its
 response issued (``call_issuers``), tool spans waiting for a call (``unmatched_tools``),

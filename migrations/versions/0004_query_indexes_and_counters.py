@@ -4,7 +4,7 @@ Revision ID: 0004_query_indexes_and_counters
 Revises: 0003_compact_storage
 Create Date: 2026-12-08
 
-Mirrors ``collector/ctxledger_collector/tables.py`` as of this revision (written out,
+Mirrors ``collector/ctxledger_collector/storage/tables.py`` as of this revision (written out,
 never imported):
 
 * ``reports``: a time index, the verdict, tool and agent time indexes extended by the

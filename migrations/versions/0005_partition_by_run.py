@@ -15,7 +15,7 @@ as its stages arrive). The reports' primary key becomes ``(id, run_id)``.
 The existing rows go to one partition ``*_r0`` (up to the highest run id + 1); a
 default partition ``*_overflow`` takes runs no partition was made for in time. The
 partitions of the next runs are created ahead by ``ctxledger db upgrade`` and the
-collector (``ctxledger_collector.partitions``), which drops the ones retention empties.
+collector (``ctxledger_collector.storage.partitions``), which drops the ones retention empties.
 SQLite is not changed. The downgrade copies the rows back into plain tables.
 """
 

@@ -4,7 +4,7 @@ Revision ID: 0006_rejections
 Revises: 0005_partition_by_run
 Create Date: 2026-12-01
 
-Mirrors ``RejectionRow`` in ``collector/ctxledger_collector/tables.py`` (written out,
+Mirrors ``RejectionRow`` in ``collector/ctxledger_collector/storage/tables.py`` (written out,
 never imported): one row per rejected (trace id, span id), the newest kept.
 """
 

@@ -4,7 +4,7 @@ Revision ID: 0007_lost_results
 Revises: 0006_rejections
 Create Date: 2026-12-01
 
-Mirrors ``collector/ctxledger_collector/tables.py`` as of this revision (written out,
+Mirrors ``collector/ctxledger_collector/storage/tables.py`` as of this revision (written out,
 never imported):
 
 * ``reports.first_lost``: the journey of its result (run, tool call) where the result was

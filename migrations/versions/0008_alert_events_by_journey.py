@@ -8,7 +8,7 @@ Every ingest batch looks up the alert events of the journeys it judged, whatever
 rule. The unique index starts with the rule, so that lookup read the whole table on both
 databases, once per batch: ingest slowed as the events of a long-lived collector grew.
 Mirrors ``ix_alert_events_result`` of ``AlertEventRow`` in
-``collector/ctxledger_collector/alert_tables.py`` (written out, never imported).
+``collector/ctxledger_collector/storage/alert_tables.py`` (written out, never imported).
 """
 
 from __future__ import annotations

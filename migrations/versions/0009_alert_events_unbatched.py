@@ -10,7 +10,7 @@ them, and then opened one transaction per group even when every group had been n
 within its window. The partial index holds only the pending events (an event leaves it
 when it is notified), ordered by group and creation time. Mirrors
 ``ix_alert_events_unbatched`` of ``AlertEventRow`` in
-``collector/ctxledger_collector/alert_tables.py`` (written out, never imported).
+``collector/ctxledger_collector/storage/alert_tables.py`` (written out, never imported).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ estimating both as one row per key, chose the smaller request index and filtered
 report of the run for each key (2,400-4,200 reports a key in a run of 10,000 spans, the
 largest statement of a long run's ingest). With the request key first, the index serves
 only the lookups by request it is for. Mirrors ``ix_reports_request`` of ``ReportRow``
-in ``collector/ctxledger_collector/tables.py`` (written out, never imported); on
+in ``collector/ctxledger_collector/storage/tables.py`` (written out, never imported); on
 PostgreSQL the index of the partitioned table is made on every partition.
 """
 

@@ -11,7 +11,7 @@ key (588 a key in a run of 10,000 spans), as it had done with the reports (migra
 0010). With the conversation first, the step index still serves the lookups it is for
 (equal run and conversation, then position order) and no longer matches a lookup by
 request; lookups by run alone take the request index. Mirrors ``ix_manifests_step`` of
-``ManifestRow`` in ``collector/ctxledger_collector/tables.py`` (written out, never
+``ManifestRow`` in ``collector/ctxledger_collector/storage/tables.py`` (written out, never
 imported).
 """
 

@@ -218,6 +218,14 @@ def measure_request(
     the ``sent`` stage, plus the request manifest (results present, calls issued,
     tokens, context window). Returns the request id. The httpx hooks call this with
     the exact bytes that leave the process."""
+    return submit_request(body, model=model, read_response=False)
+
+
+def submit_request(
+    body: str | bytes | Mapping[str, Any], *, model: str | None, read_response: bool
+) -> str:
+    """:func:`measure_request`'s work; ``read_response`` when the httpx hooks will read
+    the response (stage ``received``). Raises: callers guard it."""
     client = get_client()
     run = current_run()
     request = run.claim_request()
@@ -242,6 +250,7 @@ def measure_request(
             context_windows=client.context_windows,
             parent=parent_span(run),
             context=otel_context.get_current(),
+            read_response=read_response,
         )
     )
     return request.request_id

@@ -79,3 +79,30 @@ class RequestJob:
     parent: trace.Span | None = None
     context: otel_context.Context | None = None
     start_ns: int = field(default_factory=time.time_ns)
+    read_response: bool = False
+    """The httpx hooks will read this request's response: keep its segments for the
+    ``received`` stage."""
+
+
+@dataclass(frozen=True)
+class ResponseJob:
+    """What the agent's thread kept of one response: its first and last bytes as the
+    caller read them (references to the chunks, never a copy of the whole body)."""
+
+    request_id: str
+    kind: str
+    """Which API answered (``ctxledger._received_usage.KIND_*``)."""
+    host: str
+    agent_name: str | None
+    head: tuple[bytes, ...]
+    tail: tuple[bytes, ...]
+    streamed: bool
+    cut: bool = False
+    """The caller stopped reading, or reading failed, before the body ended."""
+    unreadable: bool = False
+    """Compressed in a way the kept ends cannot be decoded from."""
+    content_encoding: str = ""
+    """The body's ``Content-Encoding``; ``head`` then holds the whole compressed body."""
+    parent: trace.Span | None = None
+    context: otel_context.Context | None = None
+    start_ns: int = field(default_factory=time.time_ns)

@@ -3,6 +3,11 @@
 Enabled with ``CTXLEDGER_LEDGER=stderr`` (or ``stdout``, or a file path). It judges with
 the same :func:`ctxledger.verdicts.judge_trace` the collector uses, over the
 measurements this process has seen (the most recent traces only, bounded).
+
+A lost result counts once, as the collector counts it (:mod:`ctxledger.verdicts.results`):
+a result cut in one request and re-sent in a later one gets one LOSS line and one entry
+in :attr:`Ledger.reports`; each later losing journey gets a "still missing" line and goes
+to :attr:`Ledger.still_missing`.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ from ctxledger.verdicts import (
     Tolerances,
     judge_trace,
 )
+from ctxledger.verdicts.model import ReceivedRecord
+from ctxledger.verdicts.received import received_measurements
 
 _PREFIX = "[ctxledger]"
 
@@ -31,6 +38,8 @@ class _TraceBook:
     measurements: list[Measurement] = field(default_factory=list)
     manifests: list[Manifest] = field(default_factory=list)
     announced: set[tuple[str, str, str | None, tuple[str, ...]]] = field(default_factory=set)
+    #: tool call id -> the journey where its result was first lost (announced first)
+    first_lost: dict[str, Report] = field(default_factory=dict)
 
 
 def _num(value: int | None) -> str:
@@ -59,6 +68,8 @@ def format_stage(m: Measurement) -> str:
         parts.append(f"declared={m.strategy or 'yes'}")
     if m.markers_found:
         parts.append("marker=" + ",".join(m.markers_found))
+    if m.received is not None:
+        parts.append(f"server={m.received}")
     return " ".join(parts)
 
 
@@ -84,6 +95,18 @@ def format_loss(report: Report) -> str:
     return line
 
 
+def format_still_missing(report: Report, first: Report) -> str:
+    """The line of a losing journey whose result was already lost in an earlier one."""
+    step = "-" if report.step is None else report.step
+    first_step = "-" if first.step is None else first.step
+    lost = f", {first.lost_items} items" if first.lost_items else ""
+    return (
+        f"{_PREFIX} step {step} {report.tool_name or '?'}[{report.tool_call_id}] still "
+        f"missing ({report.verdict}): first lost at step {first_step} ({first.verdict}"
+        f"{lost}); the same loss, counted once"
+    )
+
+
 def _announcement_key(report: Report) -> tuple[str, str, str | None, tuple[str, ...]]:
     """A loss found before any request is announced once, not again per request."""
     lost = tuple(f"{t.from_stage}>{t.to_stage}" for t in report.transitions if t.lost)
@@ -106,7 +129,10 @@ class Ledger:
         self._books: OrderedDict[str, _TraceBook] = OrderedDict()
         self._max_traces = max_traces
         self._lock = threading.Lock()
+        #: The losses, each lost result once: the journey where it was first lost.
         self.reports: list[Report] = []
+        #: Later losing journeys of results already lost: the same losses again.
+        self.still_missing: list[Report] = []
 
     def _book(self, trace_id: str) -> _TraceBook:
         book = self._books.get(trace_id)
@@ -127,6 +153,22 @@ class Ledger:
             book.measurements.append(m)
             self._write(format_stage(m))
             self._announce(book, [m.tool_call_id])
+
+    def observe_received(self, record: ReceivedRecord) -> None:
+        """What the model server said it read of a request: one ``received`` stage per
+        tool result of the request, judged against what was sent."""
+        with self._lock:
+            book = self._book(record.trace_id)
+            sent = {
+                m.tool_call_id: m
+                for m in book.measurements
+                if m.request_id == record.request_id and m.stage == sc.STAGE_SENT
+            }
+            stages = received_measurements(record, sent)
+            book.measurements.extend(stages)
+            for m in stages:
+                self._write(format_stage(m))
+            self._announce(book, [m.tool_call_id for m in stages])
 
     def observe_manifest(self, manifest: Manifest) -> None:
         with self._lock:
@@ -153,6 +195,12 @@ class Ledger:
             if report.verdict == sc.VERDICT_INTACT or key in book.announced:
                 continue
             book.announced.add(key)
+            first = book.first_lost.get(report.tool_call_id)
+            if first is not None and first.request_id != report.request_id:
+                self.still_missing.append(report)
+                self._write(format_still_missing(report, first))
+                continue
+            book.first_lost.setdefault(report.tool_call_id, report)
             self.reports.append(report)
             self._write(format_loss(report))
 

@@ -30,3 +30,8 @@ class LruCache(Generic[K, V]):
             self._entries[key] = value
             if len(self._entries) > self._size:
                 self._entries.popitem(last=False)
+
+    def pop(self, key: K) -> V | None:
+        """Remove ``key`` and return its value (None when absent)."""
+        with self._lock:
+            return self._entries.pop(key, None)

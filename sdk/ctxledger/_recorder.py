@@ -35,11 +35,12 @@ from opentelemetry.util.types import AttributeValue
 from ctxledger import semconv as sc
 from ctxledger._analysis import TextAnalyzer, TextMeasurement
 from ctxledger._encodings import encoding_name_for
-from ctxledger._jobs import ManifestJob, RequestJob, StageJob
+from ctxledger._jobs import ManifestJob, RequestJob, ResponseJob, StageJob
 from ctxledger._ledger import Ledger
 from ctxledger._messages import parse_request_body
 from ctxledger._models import context_window_for
 from ctxledger._pipeline_stats import DropCounter
+from ctxledger._received import ReceivedStage
 from ctxledger._safety import raise_errors, report_failure
 from ctxledger._stage_attributes import measurement_attributes, stage_attributes
 from ctxledger.wire import manifest_from_attributes, measurement_from_attributes
@@ -77,7 +78,8 @@ class Recorder:
         self.capture_content = capture_content
         self._max_queue = max_queue
         self._after_batch = after_batch
-        self._queue: deque[StageJob | ManifestJob | RequestJob] = deque()
+        self.received = ReceivedStage(analyzer.counter)
+        self._queue: deque[StageJob | ManifestJob | RequestJob | ResponseJob] = deque()
         self._cond = threading.Condition()
         # Held while a batch is taken and measured; reentrant so that a flush from code
         # the measuring runs (a span processor, the drop report) cannot deadlock.
@@ -96,7 +98,7 @@ class Recorder:
         self._thread = threading.Thread(target=self._run, name="ctxledger-measure", daemon=True)
         self._thread.start()
 
-    def submit(self, job: StageJob | ManifestJob | RequestJob) -> bool:
+    def submit(self, job: StageJob | ManifestJob | RequestJob | ResponseJob) -> bool:
         """Enqueue without blocking. A full queue drops its oldest job to make room (and
         counts it); False (counted) only when the recorder is closed."""
         with self._cond:
@@ -144,6 +146,8 @@ class Recorder:
                         self._emit_stage(job)
                     elif isinstance(job, RequestJob):
                         self._emit_request(job)
+                    elif isinstance(job, ResponseJob):
+                        self._emit_received(job)
                     else:
                         self._emit_manifest(job)
                 except Exception as error:
@@ -161,7 +165,9 @@ class Recorder:
                     report_failure("ctxledger drop report", error)
             return True
 
-    def _start_span(self, name: str, job: StageJob | ManifestJob, attrs: Any) -> trace.Span:
+    def _start_span(
+        self, name: str, job: StageJob | ManifestJob | ResponseJob, attrs: Any
+    ) -> trace.Span:
         ctx = job.context
         if job.parent is not None:
             # Consecutive jobs of a run share its parent and usually the caller's context.
@@ -196,6 +202,11 @@ class Recorder:
         parsed = parse_request_body(body_text)
         model = job.model or parsed.model
         encoding = encoding_name_for(model or job.run_model, job.default_encoding)
+        if job.read_response:
+            # Parsed again (the parse above keeps only the tool parts): worker time only.
+            self.received.remember(
+                job.request_id, job.step, body_text, encoding, model or job.run_model
+            )
         for part in parsed.messages.results:
             self._emit_stage(
                 StageJob(
@@ -229,6 +240,15 @@ class Recorder:
                 start_ns=job.start_ns,
             )
         )
+
+    def _emit_received(self, job: ResponseJob) -> None:
+        """The ``received`` span of one request, once its response has been read."""
+        attrs = self.received.attributes(job)
+        if attrs is None:
+            return
+        span = self._start_span(f"{sc.SPAN_MEASUREMENT} {sc.STAGE_RECEIVED}", job, attrs)
+        span.end()
+        self._measured_in_batch += 1
 
     def _emit_manifest(self, job: ManifestJob) -> None:
         attrs: dict[str, AttributeValue] = {

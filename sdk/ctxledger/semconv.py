@@ -17,6 +17,10 @@ STAGE_ORIGINAL: Final = "original"
 STAGE_SERIALIZED: Final = "serialized"
 STAGE_ASSEMBLED: Final = "assembled"
 STAGE_SENT: Final = "sent"
+STAGE_RECEIVED: Final = "received"
+"""What the model server says it read of the request (contract section 7, v1.2): one span
+per request, after ``sent``; the collector and the SDK's ledger expand it into one
+measurement per tool result of the request."""
 STAGE_EMERGENCY_TRIM: Final = "emergency_trim"
 """*Extension.* The custom stage the SDK's emergency trim declares (its order is
 :data:`ctxledger.verdicts.STAGE_EMERGENCY_TRIM_ORDER`)."""
@@ -26,6 +30,7 @@ BUILTIN_STAGE_ORDER: Final[dict[str, int]] = {
     STAGE_SERIALIZED: 20,
     STAGE_ASSEMBLED: 30,
     STAGE_SENT: 40,
+    STAGE_RECEIVED: 50,
 }
 
 # --- stage measurement spans (contract section 2) -----------------------------------
@@ -80,6 +85,87 @@ REQUEST_TOOL_CALLS: Final = "ctxledger.request.tool_calls"
 REQUEST_TOKENS: Final = "ctxledger.request.tokens"
 REQUEST_CONTEXT_WINDOW: Final = "ctxledger.request.context_window"
 REQUEST_MODEL: Final = "gen_ai.request.model"
+
+# --- the model server's layer: stage `received` (contract section 7, v1.2) ----------
+RECEIVED_INPUT_TOKENS: Final = "ctxledger.received.input_tokens"
+"""The input tokens the server reports it processed, all of them (uncached + cache read +
+cache write)."""
+RECEIVED_COUNTED_TOKENS: Final = "ctxledger.received.counted_tokens"
+"""The measuring side's own count of the request as sent, with ``ctxledger.tokenizer``."""
+TOKENIZER_EXACT: Final = "ctxledger.tokenizer.exact"
+"""Whether that tokenizer is the model's own (exact) or an approximation."""
+RECEIVED_POLICY: Final = "ctxledger.received.policy"
+"""What the server does with an over-long prompt, where known (one ``POLICY_*`` below)."""
+RECEIVED_DECLARED: Final = "ctxledger.received.declared"
+"""The server said it reduced the prompt (a ``truncated`` flag, ``applied_edits``, an
+echoed ``truncation: "auto"``)."""
+POLICY_FRONT_DISCARD: Final = "front_discard"
+"""The oldest non-system messages go first (ollama, LM Studio's rolling window, the
+Responses API's ``truncation: "auto"``)."""
+POLICY_MIDDLE_DISCARD: Final = "middle_discard"
+"""The middle of the non-system messages goes (LM Studio's ``truncateMiddle``)."""
+POLICY_TOKEN_TRUNCATE: Final = "token_truncate"
+"""The first ``keep_tokens`` tokens stay, then the tokens after them go (llama.cpp)."""
+POLICY_REFUSE: Final = "refuse"
+"""The server refuses an over-long prompt with an error: nothing is lost silently."""
+POLICY_PROVIDER_EDIT: Final = "provider_edit"
+"""The server cleared named tool results on request (Anthropic's context editing)."""
+RECEIVED_POLICIES: Final = (
+    POLICY_FRONT_DISCARD,
+    POLICY_MIDDLE_DISCARD,
+    POLICY_TOKEN_TRUNCATE,
+    POLICY_REFUSE,
+    POLICY_PROVIDER_EDIT,
+)
+RECEIVED_SEGMENT_CALL_IDS: Final = "ctxledger.received.segment_call_ids"
+"""*Extension.* The request as sent, cut into segments in order (one per message, except
+that each tool-result block is its own segment): the tool call id of the result a segment
+holds, ``""`` for any other segment."""
+RECEIVED_SEGMENT_TOKENS: Final = "ctxledger.received.segment_tokens"
+"""*Extension.* Tokens of each segment (same tokenizer as ``counted_tokens``, which is at
+least their sum: the rest is overhead such as formatting and tool definitions)."""
+RECEIVED_SEGMENT_CHARS: Final = "ctxledger.received.segment_chars"
+"""*Extension.* Code points of each segment, so the kept chars of a cut result can be
+estimated."""
+RECEIVED_SEGMENT_ROLES: Final = "ctxledger.received.segment_roles"
+"""*Extension.* The role of each segment: ``system``, ``user``, ``assistant`` or ``tool``."""
+RECEIVED_KEEP_TOKENS: Final = "ctxledger.received.keep_tokens"
+"""*Extension.* For ``token_truncate``: the first tokens the server always keeps
+(ollama's ``num_keep``, llama.cpp's ``n_keep``)."""
+RECEIVED_CLEARED_CALL_IDS: Final = "ctxledger.received.cleared_call_ids"
+"""*Extension.* For ``provider_edit``: the tool results the server cleared."""
+RECEIVED_MARKED: Final = "ctxledger.received.marked"
+"""*Extension.* The model sees a placeholder where results were cleared (Anthropic's)."""
+RECEIVED_UNREPORTED: Final = "ctxledger.received.unreported"
+"""*Extension.* Why the response gave no usable count (one ``UNREPORTED_*`` below). The
+span is sent anyway, so the report can say why there is no verdict."""
+UNREPORTED_NO_USAGE: Final = "no_usage"
+UNREPORTED_STREAM_WITHOUT_USAGE: Final = "stream_without_usage"
+"""A streamed OpenAI chat response without ``stream_options.include_usage``."""
+UNREPORTED_STREAM_CUT: Final = "stream_cut"
+UNREPORTED_INVALID_COUNT: Final = "invalid_count"
+RECEIVED_UNREPORTED_REASONS: Final = (
+    UNREPORTED_NO_USAGE,
+    UNREPORTED_STREAM_WITHOUT_USAGE,
+    UNREPORTED_STREAM_CUT,
+    UNREPORTED_INVALID_COUNT,
+)
+RECEIVED_OUTCOME: Final = "ctxledger.received.outcome"
+"""*Extension.* Never sent: on the ``received`` measurements the collector and the ledger
+expand a ``received`` span into (one per tool result), what the rule found of that result
+(``kept``, ``cut``, ``dropped``, ``cleared``, ``unjudged``). Stored with them, so a
+stored measurement judges as the decoded one did; the next three likewise."""
+RECEIVED_LOST_TOKENS: Final = "ctxledger.received.lost_tokens"
+"""*Extension.* Never sent: the result's tokens the server did not read."""
+RECEIVED_LOST_CHARS: Final = "ctxledger.received.lost_chars"
+"""*Extension.* Never sent: the result's chars the server did not read (estimated)."""
+RECEIVED_NOTE: Final = "ctxledger.received.note"
+"""*Extension.* Never sent: why there is no verdict, what was lost, or what the rule
+assumed."""
+ROLE_SYSTEM: Final = "system"
+ROLE_USER: Final = "user"
+ROLE_ASSISTANT: Final = "assistant"
+ROLE_TOOL: Final = "tool"
 
 # --- resource and agent naming ------------------------------------------------------
 SERVICE_NAME: Final = "service.name"
@@ -196,6 +282,18 @@ GEN_AI_CONTENT_REFS: Final = (
 GEN_AI_RESPONSE_ID: Final = "gen_ai.response.id"
 GEN_AI_USAGE_INPUT_TOKENS: Final = "gen_ai.usage.input_tokens"
 GEN_AI_CONVERSATION_ID: Final = "gen_ai.conversation.id"
+GEN_AI_PROVIDER_NAME: Final = "gen_ai.provider.name"
+GEN_AI_SYSTEM: Final = "gen_ai.system"
+"""The provider's name before ``gen_ai.provider.name`` replaced it (still what most emit)."""
+SERVER_ADDRESS: Final = "server.address"
+SERVER_PORT: Final = "server.port"
+GEN_AI_SYSTEM_FINGERPRINTS: Final = (
+    "openai.response.system_fingerprint",
+    "gen_ai.openai.response.system_fingerprint",
+    "gen_ai.openai.system_fingerprint",
+)
+"""Where the conventions (new, old) and OpenLLMetry record a Chat Completions response's
+``system_fingerprint`` (ollama answers ``fp_ollama``)."""
 GEN_AI_TOOL_CALL_ARGUMENTS: Final = "gen_ai.tool.call.arguments"
 GEN_AI_TOOL_CALL_RESULT: Final = "gen_ai.tool.call.result"
 GEN_AI_PART_TEXT: Final = "text"
@@ -253,6 +351,7 @@ OI_TOOL_CALL_NAME: Final = "tool_call.function.name"
 OI_TOOL_CALL_ARGUMENTS: Final = "tool_call.function.arguments"
 LLM_MODEL_NAME: Final = "llm.model_name"
 LLM_TOKEN_COUNT_PROMPT: Final = "llm.token_count.prompt"
+LLM_PROVIDER: Final = "llm.provider"
 OPENINFERENCE_TOOL_NAME: Final = "tool.name"
 OPENINFERENCE_TOOL_ID: Final = "tool.id"
 INPUT_VALUE: Final = "input.value"

@@ -17,12 +17,14 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 import ctxledger
 from ctxledger.verdicts import Manifest, Measurement, Report, judge_trace, worst
+from ctxledger.verdicts.received import received_measurements
 from ctxledger.wire import (
     is_manifest,
     is_measurement,
     manifest_from_attributes,
     measurement_from_attributes,
 )
+from ctxledger.wire_received import is_received, received_from_attributes
 from ctxledger_cli import demo
 from ctxledger_cli.agents import openai_agents_log
 from ctxledger_cli.demo import (
@@ -221,7 +223,10 @@ def _collector_records(
         attrs = dict(span.attributes or {})
         trace_id = format(span.context.trace_id, "032x")
         span_id = format(span.context.span_id, "016x")
-        if is_measurement(attrs):
+        if is_received(attrs):
+            record = received_from_attributes(attrs, trace_id=trace_id, span_id=span_id)
+            measurements[trace_id].extend(received_measurements(record))
+        elif is_measurement(attrs):
             measurements[trace_id].append(
                 measurement_from_attributes(
                     attrs,
@@ -280,5 +285,5 @@ def test_an_incident_whose_framework_is_missing_is_skipped_naming_the_extra(monk
     monkeypatch.setitem(framework_agents.FRAMEWORKS, "clean_journeys", ("MCP", ("mcp", absent)))
     assert demo.skipped_incidents() == {
         "clean_journeys": f"skipping clean_journeys: it runs on MCP ({absent} missing): "
-        "pip install 'ctxledger[agents]'"
+        "pip install -c constraints.txt '.[agents]' in the ctxledger clone"
     }

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ctxledger_cli.demo import EXPECTED_VERDICTS
 from tests.collector.live_collector import free_port
+from tests.e2e.helpers import output_until
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -83,23 +84,13 @@ def test_serve_demo_sends_the_incidents_once_ready_and_keeps_serving(tmp_path: P
         text=True,
         encoding="utf-8",
     )
-    # Kill it if the demo never finishes, so the read below ends instead of hanging.
-    watchdog = threading.Timer(120, process.kill)
-    watchdog.start()
-    output: list[str] = []
     try:
-        assert process.stdout is not None
-        for line in process.stdout:
-            output.append(line.rstrip())
-            if "The collector keeps running" in line:
-                break
-        assert process.poll() is None, "\n".join(output)
+        output = output_until(process, "The collector keeps running", 120)
     finally:
         process.send_signal(signal.SIGINT)
         try:
             process.wait(timeout=30)
         finally:
-            watchdog.cancel()
             process.kill()
     assert f"Verdicts from the collector at http://127.0.0.1:{port}:" in output, output
     assert_verdict_lines(output)

@@ -94,3 +94,56 @@ def test_serve_refuses_unusable_forwarding_flags(tmp_path: Path) -> None:
     )
     assert bad_header.returncode == 2
     assert "expected NAME=VALUE" in bad_header.stderr
+
+
+def test_serve_refuses_a_numeric_form_of_the_metadata_address(tmp_path: Path) -> None:
+    refused = _cli(
+        "serve",
+        "--port",
+        str(free_port()),
+        "--forward-to",
+        "http://2852039166/v1/traces",
+        "--forward-header",
+        "Authorization=Bearer x",
+        database_url=f"sqlite:///{tmp_path / 'ctxledger.db'}",
+    )
+    assert refused.returncode == 2
+    assert refused.stderr.splitlines() == [
+        "ctxledger serve: CTXLEDGER_FORWARD_TO: 'http://2852039166/v1/traces' names a cloud "
+        "metadata address"
+    ]
+    assert not (tmp_path / "ctxledger.db").exists()
+
+
+def test_serve_and_alerts_check_refuse_a_webhook_to_the_metadata_address(tmp_path: Path) -> None:
+    rules = tmp_path / "alerts.yaml"
+    rules.write_text(
+        "rules: [{name: a, verdicts: [silent]}]\n"
+        "sinks:\n"
+        "  - type: webhook\n"
+        "    name: ops\n"
+        "    url: http://0xa9fea9fe/hook\n"
+        '    secrets: ["whsec_aGVsbG8="]\n',
+        encoding="utf-8",
+    )
+    problem = (
+        f"{rules}:5: sinks[0].url: sink 'ops': the URL's host is a cloud metadata address; "
+        "notifications are never sent there (allow_loopback does not change that)"
+    )
+    database_url = f"sqlite:///{tmp_path / 'ctxledger.db'}"
+    checked = _cli("alerts", "check", str(rules), database_url=database_url)
+    assert (checked.returncode, checked.stdout.splitlines()) == (1, [problem])
+    with_env = {**_env(database_url), "CTXLEDGER_ALERTS_FILE": str(rules)}
+    refused = subprocess.run(
+        [sys.executable, "-m", "ctxledger_cli", "serve", "--port", str(free_port())],
+        env=with_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert refused.returncode == 2
+    assert refused.stderr.splitlines() == [
+        f"ctxledger serve: invalid alert rules in {rules}:",
+        f"  {problem}",
+    ]

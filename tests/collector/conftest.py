@@ -13,10 +13,10 @@ import pytest
 from sqlalchemy import Engine
 
 from ctxledger.verdicts import Tolerances
-from ctxledger_collector.database import make_engine
-from ctxledger_collector.migrate import upgrade
-from ctxledger_collector.settings import Settings
-from ctxledger_collector.store import Store
+from ctxledger_collector.judge.store import Store
+from ctxledger_collector.ops.settings import Settings
+from ctxledger_collector.storage.database import make_engine
+from ctxledger_collector.storage.migrate import upgrade
 from tests.collector.live_collector import LiveCollector
 
 POSTGRES_ADMIN = os.environ.get(

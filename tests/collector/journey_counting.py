@@ -10,10 +10,11 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, select
 
-from ctxledger_collector.journey_counts import GRAINS, bucket_of
-from ctxledger_collector.report_filters import ReportFilter
-from ctxledger_collector.tables import JOURNEY_COUNTS, REPORTS, RUN_JOURNEY_COUNTS, RUNS
-from ctxledger_collector.time_slices import Slice
+from ctxledger_collector.query.report_filters import ReportFilter
+from ctxledger_collector.query.time_slices import Slice
+from ctxledger_collector.storage.counter_tables import JOURNEY_COUNTS, RUN_JOURNEY_COUNTS
+from ctxledger_collector.storage.journey_counts import GRAINS, bucket_of
+from ctxledger_collector.storage.tables import REPORTS, RUNS
 
 
 def report_rows(connection: Connection) -> list[Any]:
@@ -26,6 +27,7 @@ def report_rows(connection: Connection) -> list[Any]:
         REPORTS.c.lost_items,
         REPORTS.c.lost_tokens,
         REPORTS.c.first_lost,
+        REPORTS.c.lost_tokens_unknown,
         RUNS.c.service_name,
     ).join_from(REPORTS, RUNS, RUNS.c.id == REPORTS.c.run_id)
     return list(connection.execute(query))
@@ -33,16 +35,18 @@ def report_rows(connection: Connection) -> list[Any]:
 
 def _sums(row: Any) -> list[int]:
     """A report's part of every sum: journeys, lost items and tokens, then the same for
-    lost results (its first lost journey only)."""
+    lost results (its first lost journey only), then whether its lost tokens are unknown,
+    as a journey and as a lost result."""
     first = bool(row.first_lost)
     own = [1, row.lost_items, row.lost_tokens]
-    return [*own, *(own if first else [0, 0, 0])]
+    unknown = int(row.lost_tokens_unknown is not None)
+    return [*own, *(own if first else [0, 0, 0]), unknown, unknown if first else 0]
 
 
 def expected_counters(
     rows: Sequence[Any],
 ) -> tuple[dict[tuple[Any, ...], tuple[int, ...]], dict[tuple[Any, ...], tuple[int, int]]]:
-    journeys: dict[tuple[Any, ...], list[int]] = defaultdict(lambda: [0] * 6)
+    journeys: dict[tuple[Any, ...], list[int]] = defaultdict(lambda: [0] * 8)
     runs: dict[tuple[Any, ...], list[int]] = defaultdict(lambda: [0, 0])
     for r in rows:
         for grain in GRAINS:
@@ -67,6 +71,8 @@ def stored_counters(
         c.lost_results,
         c.result_lost_items,
         c.result_lost_tokens,
+        c.tokens_unknown,
+        c.result_tokens_unknown,
     )
     journeys = {
         (row.grain, row.bucket, row.agent_name, row.tool_name, row.verdict): tuple(row[5:])
@@ -109,7 +115,7 @@ def expected_tally(
     width: int | None,
 ) -> dict[tuple[Any, ...], list[int]]:
     """What ``journey_aggregates.tally`` must answer, by counting ``rows``."""
-    totals: dict[tuple[Any, ...], list[int]] = defaultdict(lambda: [0] * 6)
+    totals: dict[tuple[Any, ...], list[int]] = defaultdict(lambda: [0] * 8)
     for row in rows:
         if not _matches(row, f):
             continue

@@ -11,7 +11,7 @@ import httpx
 import uvicorn
 
 from ctxledger_collector.app import create_app
-from ctxledger_collector.settings import Settings
+from ctxledger_collector.ops.settings import Settings
 
 
 def free_port() -> int:

@@ -16,12 +16,12 @@ from sqlalchemy.orm import Session
 
 from ctxledger import semconv as sc
 from ctxledger.verdicts import Report
-from ctxledger_collector.alert_tables import ALERT_EVENTS, ALERT_GROUPS
 from ctxledger_collector.alerts.config import default_config
 from ctxledger_collector.alerts.events import AlertContext, record_events
 from ctxledger_collector.alerts.groups import due_group_keys, flush_due_groups
-from ctxledger_collector.database import make_engine
-from ctxledger_collector.migrate import upgrade
+from ctxledger_collector.storage.alert_tables import ALERT_EVENTS, ALERT_GROUPS
+from ctxledger_collector.storage.database import make_engine
+from ctxledger_collector.storage.migrate import upgrade
 from tests.collector.sql_plans import plan_of, reads_of
 
 

@@ -45,7 +45,7 @@ from prometheus_client.parser import text_string_to_metric_families
 import ctxledger
 from ctxledger import semconv as sc
 from ctxledger_cli import demo
-from ctxledger_collector.settings import Settings
+from ctxledger_collector.ops.settings import Settings
 from tests.collector.alert_receivers import (
     FailingReceiver,
     Received,
@@ -57,8 +57,7 @@ from tests.collector.otlp_post import post_otlp
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "whsec_YWxlcnRzLXRlc3Qtc2lnbmluZy1rZXktMDAx"
-RULE = "lost-silently"
-
+RULE = "silent-dropped-orphaned"
 
 
 def expected_call(incident: str, verdict: str) -> str:
@@ -75,7 +74,7 @@ NAIVE_TRIM_CALL = expected_call("seed_001_naive_trim", "orphaned")
 
 Group = tuple[str, str | None, str | None]
 KB: Group = (RULE, "kb-agent", "search_knowledge")
-#: The demo's groups under ``lost-silently``: (verdict, tool call, journeys in the group).
+#: The demo's groups under ``silent-dropped-orphaned``: (verdict, tool call, journeys in the group).
 GROUPS: dict[Group, tuple[str, str, int]] = {
     # One search result cut at step 2 and re-sent cut at step 3: one lost result, one event.
     KB: ("silent", SEARCH_CALL, 1),
@@ -390,9 +389,7 @@ def test_seeds_notify_each_group_once_hold_back_then_resolve(
             assert second_row["created_at"] >= first_kb["created_at"] + WINDOW_S
 
             # Quiet for resolve_after_s: one "resolved" per group, after its last firing.
-            requests = receiver.wait_for(
-                lambda rs: len(with_status(rs, "resolved")) >= len(GROUPS)
-            )
+            requests = receiver.wait_for(lambda rs: len(with_status(rs, "resolved")) >= len(GROUPS))
             resolved = with_status(requests, "resolved")
             assert_verified(resolved)
             assert sorted(r.group for r in resolved) == sorted(GROUPS)

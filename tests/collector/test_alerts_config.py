@@ -35,7 +35,7 @@ resolve_after_s: 120
 max_attempts: 3
 label_cap: 20
 rules:
-  - name: lost-silently
+  - name: silent-dropped-orphaned
     verdicts: [silent, dropped, orphaned]
     severity: critical
   - name: big.loss_1
@@ -64,7 +64,7 @@ max_attempts = 3
 label_cap = 20
 
 [[rules]]
-name = "lost-silently"
+name = "silent-dropped-orphaned"
 verdicts = ["silent", "dropped", "orphaned"]
 severity = "critical"
 
@@ -119,7 +119,11 @@ def _one_problem(text: str, toml: bool = False) -> str:
 def _check_valid(config: AlertsConfig, secret_from_env: str) -> None:
     assert (config.group_window_s, config.resolve_after_s) == (60, 120)
     assert (config.max_attempts, config.label_cap, config.max_backoff_s) == (3, 20, 3600)
-    assert [rule.name for rule in config.rules] == ["lost-silently", "big.loss_1", "must-keep"]
+    assert [rule.name for rule in config.rules] == [
+        "silent-dropped-orphaned",
+        "big.loss_1",
+        "must-keep",
+    ]
     silently, big, must_keep = config.rules
     assert silently.verdicts == ("silent", "dropped", "orphaned")
     assert silently.severity == "critical"
@@ -177,7 +181,7 @@ def test_the_default_alerts_critically_on_silent_losses_and_logs() -> None:
     config = default_config()
     assert len(config.rules) == 1
     rule = config.rules[0]
-    assert rule.name == "lost-silently"
+    assert rule.name == "silent-dropped-orphaned"
     assert set(rule.verdicts) == {"silent", "dropped", "orphaned"}
     assert set(rule.verdicts) <= set(VERDICTS)
     assert rule.severity == "critical"
@@ -514,7 +518,7 @@ def test_toml_mistakes_give_their_lines() -> None:
         "alerts.toml:7: rules[1].verdicts[0]: 'slient' is not a verdict (did you mean "
         f"'silent'?); known: {', '.join(VERDICTS)}",
         "alerts.toml:8: rules[1].tols: unknown key 'tols' (did you mean 'tools'?); allowed: "
-        "name, verdicts, min_lost_token_share, must_keep_lost, agents, tools, severity",
+        "name, verdicts, min_lost_token_share, must_keep_lost, agents, tools, layers, severity",
         "alerts.toml:10: sinks[0].secrets: required, but not given",
     ]
 

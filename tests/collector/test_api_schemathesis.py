@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from schemathesis.checks import not_a_server_error
 
 from ctxledger import semconv as sc
-from ctxledger_collector.settings import Settings
+from ctxledger_collector.ops.settings import Settings
 from tests.collector import otlp_payloads as op
 from tests.collector.conftest import fresh_postgres_database
 from tests.collector.live_collector import LiveCollector

@@ -17,17 +17,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ctxledger import semconv as sc
-from ctxledger_collector.column_limits import fit_to_columns
-from ctxledger_collector.otlp_decode import (
-    DecodedBatch,
+from ctxledger_collector.decoded.batch import DecodedBatch
+from ctxledger_collector.decoded.rejection_codes import REASONS
+from ctxledger_collector.ingest.otlp_decode import (
     DecodeLimits,
     MalformedRequest,
     TooManySpans,
     decode_export_request,
 )
-from ctxledger_collector.rejection_codes import REASONS
-from ctxledger_collector.rows import manifest_row, measurement_row
-from ctxledger_collector.string_lists import ListWriter
+from ctxledger_collector.storage.column_limits import fit_to_columns
+from ctxledger_collector.storage.rows import manifest_row, measurement_row
+from ctxledger_collector.storage.string_lists import ListWriter
 from tests.collector import otlp_payloads as op
 
 FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -219,8 +219,8 @@ def test_json_and_protobuf_encodings_of_the_same_spans_give_the_same_rows(
 
 
 def test_protobuf_arrays_keep_empty_strings_and_other_kinds_apart() -> None:
-    from ctxledger_collector.otlp_proto import proto_spans
-    from ctxledger_collector.otlp_spans import RawSpan
+    from ctxledger_collector.ingest.otlp_proto import proto_spans
+    from ctxledger_collector.ingest.otlp_spans import RawSpan
 
     mixed = ["", 0, False, "数据", "", 2.5, ["", 1]]
     spans = list(

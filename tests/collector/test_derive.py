@@ -15,7 +15,7 @@ from ctxledger import semconv as sc
 from ctxledger.verdicts import Manifest, Measurement, Report, judge_trace
 from ctxledger_collector.derive import Derived, SourceSpan, SpanEvent, derive_span
 from ctxledger_collector.derive.tool_outputs import arguments_signature
-from ctxledger_collector.otlp_decode import decode_export_request
+from ctxledger_collector.ingest.otlp_decode import decode_export_request
 
 RECORDED = Path(__file__).with_name("derive_spans")
 TRACE = "ab" * 16
@@ -271,7 +271,10 @@ def test_content_stored_off_span_is_not_auditable() -> None:
     assert derived is not None and derived.manifest is not None
     assert "stored off span" in (derived.manifest.telemetry_cut or "")
     without = derive_span(span("2", {"gen_ai.operation.name": "chat"}))
-    assert without is None  # no content and no sign of where it went: nothing to judge
+    assert without is not None and without.manifest is not None  # content capture is off
+    assert "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT" in (
+        without.manifest.telemetry_cut or ""
+    )
 
 
 def test_openllmetrys_tool_decorator_output_sliced_at_the_limit() -> None:

@@ -23,18 +23,18 @@ from ctxledger.verdicts import (
     preferred_copy,
     preferred_copy_key,
 )
-from ctxledger_collector.otlp_decode import DecodedBatch, DecodedManifest, DecodedMeasurement
-from ctxledger_collector.rows import MANIFEST_COLUMNS, MEASUREMENT_COLUMNS
-from ctxledger_collector.statements import Statements
-from ctxledger_collector.store import Store
-from ctxledger_collector.stored_records import (
+from ctxledger_collector.decoded.batch import DecodedBatch, DecodedManifest, DecodedMeasurement
+from ctxledger_collector.judge.store import Store
+from ctxledger_collector.storage.rows import MANIFEST_COLUMNS, MEASUREMENT_COLUMNS
+from ctxledger_collector.storage.statements import Statements
+from ctxledger_collector.storage.stored_records import (
     MANIFEST_LISTS,
     MEASUREMENT_LISTS,
     manifest_of,
     measurement_of,
 )
-from ctxledger_collector.string_lists import list_refs, read_lists
-from ctxledger_collector.tables import MANIFESTS, MEASUREMENTS, RUNS
+from ctxledger_collector.storage.string_lists import list_refs, read_lists
+from ctxledger_collector.storage.tables import MANIFESTS, MEASUREMENTS, RUNS
 
 #: An end time in seconds, as the decoder derives it from OTLP nanoseconds.
 T = 1_796_000_000_123_456_000 / 1e9

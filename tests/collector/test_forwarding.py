@@ -24,7 +24,7 @@ from opentelemetry.exporter.otlp.proto.http import Compression
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace.export import SpanExportResult
 
-from ctxledger_collector.settings import Settings
+from ctxledger_collector.ops.settings import Settings
 from tests.collector import otlp_payloads as op
 from tests.collector.forward_receivers import RecordingEndpoint
 from tests.collector.live_collector import LiveCollector, free_port

@@ -17,8 +17,8 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 
+from ctxledger_collector.ops.settings import Settings
 from ctxledger_collector.routes.ingest import router
-from ctxledger_collector.settings import Settings
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "collector.md"
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import email.utils
 import json
+import threading
 
 import pytest
 
@@ -13,8 +14,15 @@ from ctxledger_collector.forwarding.destinations import (
     parse_destinations,
 )
 from ctxledger_collector.forwarding.queue import ForwardQueue, ForwardRequest
-from ctxledger_collector.forwarding.retry import RetryPolicy, Verdict, retry_after_s, verdict_of
-from ctxledger_collector.settings import Settings
+from ctxledger_collector.forwarding.retry import (
+    Outcome,
+    RetryPolicy,
+    Verdict,
+    retry_after_s,
+    verdict_of,
+)
+from ctxledger_collector.forwarding.sender import DestinationSender
+from ctxledger_collector.ops.settings import Settings
 
 PHOENIX = "http://phoenix:6006/v1/traces"
 LANGFUSE = "https://cloud.langfuse.com/api/public/otel/v1/traces"
@@ -96,6 +104,92 @@ def test_unusable_settings_are_refused_saying_why(forward_to: str, headers: str,
     with pytest.raises(ForwardConfigError) as refused:
         parse_destinations(forward_to, headers)
     assert says in str(refused.value)
+
+
+#: 169.254.169.254 (the cloud metadata service) as the resolver reads it, in every form.
+METADATA_FORMS = [
+    "2852039166",
+    "2852039166.",
+    "0xa9fea9fe",
+    "0XA9FEA9FE",
+    "169.254.43518",
+    "169.16689662",
+    "0251.0376.0251.0376",
+    "0251.254.169.254",
+    "169.254.169.254.",
+    "[::ffff:169.254.169.254]",
+    "[::ffff:a9fe:a9fe]",
+    "[::a9fe:a9fe]",
+    "[64:ff9b::a9fe:a9fe]",
+    "[2002:a9fe:a9fe::1]",
+]
+#: Link-local addresses (169.254.0.0/16, fe80::/10) in numeric forms.
+LINK_LOCAL_FORMS = [
+    "2851995649",
+    "0xa9fe0001",
+    "169.16646145",
+    "[::ffff:a9fe:1]",
+    "[fe80::1%25eth9]",
+]
+
+
+@pytest.mark.parametrize("host", METADATA_FORMS)
+def test_every_numeric_form_of_the_metadata_address_is_refused(host: str) -> None:
+    with pytest.raises(ForwardConfigError, match="names a cloud metadata address"):
+        parse_destinations(f"http://{host}/v1/traces", "Authorization=Bearer x")
+
+
+@pytest.mark.parametrize("host", LINK_LOCAL_FORMS)
+def test_every_numeric_form_of_a_link_local_address_is_refused(host: str) -> None:
+    with pytest.raises(ForwardConfigError, match="names a link-local address"):
+        parse_destinations(f"http://{host}:4318/v1/traces", "")
+
+
+@pytest.mark.parametrize("host", ["0", "0.0.0.0", "2130706433", "127.1", "017700000001"])
+def test_numeric_loopback_forms_stay_allowed_for_a_sidecar(host: str) -> None:
+    assert len(parse_destinations(f"http://{host}:4318/v1/traces", "")) == 1
+
+
+class _Outcomes:
+    """What a real sender reports, as a list, and an event once it has given up."""
+
+    def __init__(self) -> None:
+        self.counted: list[str] = []
+        self.warned: list[str] = []
+        self.given_up = threading.Event()
+
+    def count(self, destination: str, outcome: Outcome, size: int) -> None:
+        self.counted.append(outcome)
+        if outcome == "given_up":
+            self.given_up.set()
+
+    def warn_once(self, destination: str, reason: str, message: str) -> None:
+        self.warned.append(reason)
+
+
+def test_the_sender_checks_the_address_again_before_each_attempt() -> None:
+    # As if a name had come to resolve to the metadata address after start-up: the
+    # destination is built past the start-up check, and the sender refuses it itself
+    # (without the check it would try to connect, and retry).
+    destination = Destination(
+        url="http://0xa9fea9fe/latest/meta-data", name="rebound", headers={"x": "1"}
+    )
+    queue = ForwardQueue(max_requests=4, max_bytes=1 << 20)
+    outcomes = _Outcomes()
+    policy = RetryPolicy(base_s=0.01, max_backoff_s=0.02, max_elapsed_s=60.0)
+    sender = DestinationSender(destination, queue, policy, timeout_s=30.0, tally=outcomes)
+    sender.start()
+    queue.put(
+        ForwardRequest(body=b"x", content_type="application/x-protobuf", content_encoding=None)
+    )
+    try:
+        assert outcomes.given_up.wait(30)
+    finally:
+        sender.abandon()
+        sender.join(10)
+        sender.release()
+    assert outcomes.counted == ["given_up"]
+    assert outcomes.warned == ["refused: the host is a cloud metadata address"]
 
 
 @pytest.mark.parametrize(

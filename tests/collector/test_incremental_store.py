@@ -13,11 +13,11 @@ from hypothesis import HealthCheck, given, settings
 from sqlalchemy import select
 
 from ctxledger.verdicts import Manifest, Measurement, Report, first_losses
-from ctxledger_collector.database import make_engine
-from ctxledger_collector.migrate import upgrade
-from ctxledger_collector.otlp_decode import DecodedBatch, DecodedManifest, DecodedMeasurement
-from ctxledger_collector.store import Store
-from ctxledger_collector.tables import REPORTS, RUNS
+from ctxledger_collector.decoded.batch import DecodedBatch, DecodedManifest, DecodedMeasurement
+from ctxledger_collector.judge.store import Store
+from ctxledger_collector.storage.database import make_engine
+from ctxledger_collector.storage.migrate import upgrade
+from ctxledger_collector.storage.tables import REPORTS, RUNS
 from tests.sdk.test_incremental_judging import (
     NOW,
     TOLERANCES,

@@ -21,7 +21,7 @@ from sqlalchemy import Engine, create_engine, event, text
 
 from ctxledger import semconv as sc
 from ctxledger.verdicts.duplicates import span_id_of
-from ctxledger_collector.settings import Settings
+from ctxledger_collector.ops.settings import Settings
 from tests.collector import otlp_payloads as op
 from tests.collector.conftest import POSTGRES_ADMIN
 from tests.collector.live_collector import LiveCollector

@@ -17,15 +17,15 @@ from hypothesis import strategies as st
 from sqlalchemy.orm import Session
 
 from ctxledger.verdicts import VERDICTS, Manifest, Measurement
-from ctxledger_collector import stats
-from ctxledger_collector.database import make_engine
-from ctxledger_collector.journey_aggregates import tally
-from ctxledger_collector.journey_counts import bucket_of, rebuild_counts
-from ctxledger_collector.migrate import downgrade, upgrade
-from ctxledger_collector.otlp_decode import DecodedBatch, DecodedManifest, DecodedMeasurement
-from ctxledger_collector.report_filters import ReportFilter
-from ctxledger_collector.store import Store
-from ctxledger_collector.time_slices import Slice, timeline_slices
+from ctxledger_collector.decoded.batch import DecodedBatch, DecodedManifest, DecodedMeasurement
+from ctxledger_collector.judge.store import Store
+from ctxledger_collector.query import stats
+from ctxledger_collector.query.journey_aggregates import tally
+from ctxledger_collector.query.report_filters import ReportFilter
+from ctxledger_collector.query.time_slices import Slice, timeline_slices
+from ctxledger_collector.storage.database import make_engine
+from ctxledger_collector.storage.journey_counts import bucket_of, rebuild_counts
+from ctxledger_collector.storage.migrate import downgrade, upgrade
 from tests.collector.journey_counting import (
     assert_counters_match_reports,
     expected_counters,

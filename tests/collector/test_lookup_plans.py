@@ -15,9 +15,9 @@ from sqlalchemy import Engine
 
 from ctxledger import semconv as sc
 from ctxledger.verdicts import Manifest, Measurement, Tolerances
-from ctxledger_collector.lookup_plans import plan_lookups_by_index
-from ctxledger_collector.otlp_decode import DecodedBatch, DecodedManifest, DecodedMeasurement
-from ctxledger_collector.store import Store
+from ctxledger_collector.decoded.batch import DecodedBatch, DecodedManifest, DecodedMeasurement
+from ctxledger_collector.judge.store import Store
+from ctxledger_collector.storage.lookup_plans import plan_lookups_by_index
 from tests.collector.sql_plans import plan_in, reads_of
 
 STAGES = (

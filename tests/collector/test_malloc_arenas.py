@@ -24,7 +24,7 @@ pytestmark = pytest.mark.skipif(
 _PROGRAM = textwrap.dedent(
     """
     import ctypes, json, os, sys, threading
-    from ctxledger_collector.malloc_arenas import limit_malloc_arenas
+    from ctxledger_collector.ops.malloc_arenas import limit_malloc_arenas
 
     limited = limit_malloc_arenas(int(sys.argv[1])) if sys.argv[1] != "skip" else None
     barrier = threading.Barrier(8)

@@ -10,9 +10,9 @@ from typing import Any
 import sqlalchemy as sa
 
 from ctxledger import semconv as sc
-from ctxledger_collector import migrate
-from ctxledger_collector.database import make_engine
-from ctxledger_collector.settings import Settings
+from ctxledger_collector.ops.settings import Settings
+from ctxledger_collector.storage import migrate
+from ctxledger_collector.storage.database import make_engine
 from tests.collector import otlp_payloads as op
 from tests.collector.live_collector import LiveCollector
 

@@ -28,15 +28,14 @@ from alembic.script import Script, ScriptDirectory
 from psycopg import sql
 from sqlmodel import Session, SQLModel, select
 
-import ctxledger_collector
-from ctxledger_collector import migrate
-from ctxledger_collector.database import make_engine
-from ctxledger_collector.partitions import (
+from ctxledger_collector.storage import migrate
+from ctxledger_collector.storage.database import make_engine
+from ctxledger_collector.storage.partitions import (
     PARTITIONED,
     PARTITIONED_PRIMARY_KEYS,
     is_partition_name,
 )
-from ctxledger_collector.tables import (
+from ctxledger_collector.storage.tables import (
     CallIssuerRow,
     CallRow,
     ManifestRow,
@@ -343,7 +342,8 @@ def test_migrations_dir_prefers_the_packaged_copy(
     package = tmp_path / "checkout" / "collector" / "ctxledger_collector"
     package.mkdir(parents=True)
     (package / "__init__.py").touch()
-    monkeypatch.setattr(ctxledger_collector, "__file__", str(package / "__init__.py"))
+    # The module finds the package from its own place inside it: storage/migrate.py.
+    monkeypatch.setattr(migrate, "__file__", str(package / "storage" / "migrate.py"))
     with pytest.raises(FileNotFoundError):
         migrate.migrations_dir()
 
@@ -389,7 +389,7 @@ def test_wheel_carries_the_migrations(tmp_path: Path) -> None:
     assert expected <= names
 
     probe = (
-        "from ctxledger_collector import migrate; "
+        "from ctxledger_collector.storage import migrate; "
         "print(migrate.migrations_dir()); print(migrate.head_revision())"
     )
     env = {**os.environ, "PYTHONPATH": str(tmp_path / "site")}

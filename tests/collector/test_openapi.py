@@ -9,7 +9,12 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from ctxledger_collector import responses
+from ctxledger_collector.query import (
+    aggregate_responses,
+    alert_responses,
+    rejection_responses,
+    responses,
+)
 from tests.collector import otlp_payloads as op
 from tests.collector.alert_receivers import Receiver
 from tests.collector.live_collector import LiveCollector
@@ -33,6 +38,8 @@ QUERY_ROUTES = {
     "/api/v1/alerts",
     "/api/v1/rejections",
 }
+#: Where the response models live.
+RESPONSE_MODULES = (responses, aggregate_responses, alert_responses, rejection_responses)
 
 
 def test_every_query_route_documents_its_response_and_answers_match_it(
@@ -59,7 +66,10 @@ def test_every_query_route_documents_its_response_and_answers_match_it(
                 schema = operation["responses"]["200"]["content"]["application/json"]["schema"]
                 component = schema["$ref"].removeprefix("#/components/schemas/")
                 assert document["components"]["schemas"][component]["properties"], path
-                models[path] = getattr(responses, component)  # the model it documents
+                # the model it documents
+                (models[path],) = [
+                    getattr(m, component) for m in RESPONSE_MODULES if hasattr(m, component)
+                ]
 
             urls = {
                 "/api/v1/reports": "/api/v1/reports",

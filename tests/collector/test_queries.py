@@ -26,7 +26,7 @@ import pytest
 import ctxledger
 from ctxledger._client import Client
 from ctxledger.verdicts import VERDICT_SEVERITY
-from ctxledger_collector.settings import Settings
+from ctxledger_collector.ops.settings import Settings
 from tests.collector.live_collector import LiveCollector
 from tests.tiktoken_reference import reference_count
 

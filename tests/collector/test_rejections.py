@@ -13,8 +13,9 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
 from ctxledger import semconv as sc
-from ctxledger_collector.rejection_codes import REASONS
-from ctxledger_collector.settings import Settings
+from ctxledger_collector.decoded.rejection_codes import REASONS
+from ctxledger_collector.ingest.otlp_decode import decode_export_request
+from ctxledger_collector.ops.settings import Settings
 from tests.collector import otlp_payloads as op
 from tests.collector.live_collector import LiveCollector
 from tests.collector.test_ingest import (
@@ -219,3 +220,69 @@ def test_only_the_newest_rejections_are_kept(database_url: str) -> None:
         ]
         assert len(kept) == 3
         assert _rejected_by_reason(collector)["contract"] == 6  # the metric counts them all
+
+
+#: Stands in a span's attribute for text replaced, in the body's bytes, by what is not text.
+_PLACEHOLDER = "XXXX"
+
+
+def _with_bad_text(encoding: str, trace: bytes, bad: bytes) -> tuple[bytes, op.Span]:
+    """The reference journey and one span whose attribute value is ``bad``: bytes that
+    are not UTF-8 (or, in JSON, a lone surrogate's escape), written into the body."""
+    spoilt = op.Span(_stage("bad_text", **{"x.text": _PLACEHOLDER}))
+    spans = [*op.journey_spans("call_text", REQUEST), spoilt]
+    make = op.proto_body if encoding == op.PROTOBUF else op.json_body
+    body = make(trace, spans)
+    assert body.count(_PLACEHOLDER.encode()) == 1
+    return body.replace(_PLACEHOLDER.encode(), bad), spoilt
+
+
+def test_a_span_with_text_that_is_not_unicode_is_rejected_alone(database_url: str) -> None:
+    cases = [
+        (op.PROTOBUF, b"\xff\xfe\xfd\xfc"),  # same length: the protobuf framing holds
+        (op.PROTOBUF, b"\xed\xa0\x80A"),  # a surrogate encoded in UTF-8
+        (op.JSON_TYPE, b"\xff\xfe\xfd\xfc"),
+        (op.JSON_TYPE, b"\\ud800"),  # a lone surrogate, escaped
+    ]
+    with LiveCollector(_limited(database_url)) as collector:
+        for encoding, bad in cases:
+            trace = op.new_trace_id()
+            body, spoilt = _with_bad_text(encoding, trace, bad)
+            answer = post(collector, body, encoding)
+            assert answer.status_code == 200, (encoding, bad, answer.text)
+            if encoding == op.PROTOBUF:
+                partial = ExportTraceServiceResponse.FromString(answer.content).partial_success
+                rejected, message = partial.rejected_spans, partial.error_message
+            else:
+                partial_json = answer.json()["partialSuccess"]
+                rejected, message = int(partial_json["rejectedSpans"]), partial_json["errorMessage"]
+            assert rejected == 1 and "not valid UTF-8" in message, (encoding, bad)
+            assert_reference_journey(reports(collector, trace), trace.hex(), "call_text")
+            (listed,) = _rejections(collector, trace_id=trace.hex())
+            assert listed["span_id"] == spoilt.span_id.hex()
+            assert listed["reason"] == "malformed_span" and "UTF-8" in listed["detail"]
+            assert listed["service_name"] == op.SERVICE_NAME
+
+
+def test_bad_text_in_a_resource_rejects_its_spans_and_keeps_the_other_resources() -> None:
+    trace = op.new_trace_id()
+    good, spoilt = op.journey_spans("call_kept", REQUEST), op.journey_spans("call_x", "req_x")
+    for encoding, make in ((op.PROTOBUF, op.proto_body), (op.JSON_TYPE, op.json_body)):
+        kept = make(trace, good)
+        lost = make(trace, spoilt, service_name=_PLACEHOLDER).replace(
+            _PLACEHOLDER.encode(), b"\xff\xfe\xfd\xfc"
+        )
+        if encoding == op.PROTOBUF:  # two requests' resource_spans, concatenated: one request
+            body = lost + kept
+        else:
+            documents = [json.loads(kept), json.loads(lost.decode("utf-8", "surrogateescape"))]
+            documents[0]["resourceSpans"] = (
+                documents[1]["resourceSpans"] + documents[0]["resourceSpans"]
+            )
+            body = json.dumps(documents[0], ensure_ascii=False).encode("utf-8", "surrogateescape")
+        batch = decode_export_request(body, encoding)
+        assert sorted(r.span_id for r in batch.rejected) == sorted(s.span_id.hex() for s in spoilt)
+        assert all("its resource" in r.reason for r in batch.rejected)
+        stored = {m.measurement.span_id for m in batch.measurements}
+        stored |= {m.manifest.span_id for m in batch.manifests}
+        assert stored == {s.span_id.hex() for s in good}, encoding

@@ -24,12 +24,12 @@ from hypothesis import strategies as st
 from sqlalchemy import select
 
 from ctxledger.verdicts import Manifest, Measurement
-from ctxledger_collector.alert_tables import ALERT_EVENTS, NOTIFICATIONS
 from ctxledger_collector.alerts.config import default_config
 from ctxledger_collector.alerts.events import AlertContext
-from ctxledger_collector.database import make_engine
-from ctxledger_collector.migrate import upgrade
-from ctxledger_collector.store import Store
+from ctxledger_collector.judge.store import Store
+from ctxledger_collector.storage.alert_tables import ALERT_EVENTS, NOTIFICATIONS
+from ctxledger_collector.storage.database import make_engine
+from ctxledger_collector.storage.migrate import upgrade
 from tests.collector.test_incremental_store import (
     Batches,
     expected_verdicts,

@@ -14,15 +14,18 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
+import psycopg
 import pytest
-from sqlalchemy import Engine, text
+from sqlalchemy import Connection, Engine, text
 
-from ctxledger_collector.database import make_engine
-from ctxledger_collector.partitions import partitions
-from ctxledger_collector.retention import parse_age, prune
-from ctxledger_collector.settings import Settings
+from ctxledger_collector.ops.settings import Settings
+from ctxledger_collector.storage.database import make_engine
+from ctxledger_collector.storage.journey_counts import JOURNEY_KEY, JOURNEY_SUMS, rebuild_counts
+from ctxledger_collector.storage.partitions import partitions
+from ctxledger_collector.storage.retention import parse_age, prune
 from tests.collector.journey_counting import assert_counters_match_reports
 from tests.collector.live_collector import LiveCollector
 from tests.collector.otlp_payloads import journey_spans, new_trace_id, proto_body
@@ -137,15 +140,15 @@ def test_prune_removes_old_runs_and_keeps_new_ones(database_url: str) -> None:
             assert done.returncode == 0, done.stderr
             assert "removed 7 runs" in done.stdout
             # SQLite: row by row, 2 runs a batch. PostgreSQL: the partitions holding only
-            # old runs are emptied whole first, the old runs beside new ones go row by row.
-            assert ("emptied" in done.stdout) if postgres else ("in 4 batches" in done.stdout)
+            # old runs are dropped whole first, the old runs beside new ones go row by row.
+            whole = "expired partitions whole"
+            assert (whole in done.stdout) if postgres else ("in 4 batches" in done.stdout)
             assert _stored_traces(engine) == new
             assert _orphans(engine) == 0
             assert 0 < _rows(engine, "reports") < reports_before
             assert_counters_match_reports(engine)
             if postgres:
                 # The old runs filled the first partitions: they are gone, not emptied.
-                assert "dropped" in done.stdout
                 with engine.connect() as connection:
                     after = partitions(connection, "measurements")
                     lowest = connection.exec_driver_sql("SELECT min(id) FROM runs").scalar()
@@ -159,11 +162,32 @@ def test_prune_removes_old_runs_and_keeps_new_ones(database_url: str) -> None:
             engine.dispose()
 
 
-def test_postgres_empties_a_range_of_old_runs_whole(postgres_url: str) -> None:
+def _counter_rows(connection: Connection) -> tuple[list[Any], list[Any]]:
+    """Every counter that counts something (retention moves counters down to 0 and
+    leaves their rows; a recount has none), and the runs' own counters."""
+    counted = ", ".join((*JOURNEY_KEY, *JOURNEY_SUMS))
+    nonzero = " OR ".join(f"{name} <> 0" for name in JOURNEY_SUMS)
+    journeys = connection.exec_driver_sql(
+        f"SELECT {counted} FROM journey_counts WHERE {nonzero}"
+    ).all()
+    runs = connection.exec_driver_sql("SELECT * FROM run_journey_counts").all()
+    return sorted(journeys), sorted(runs)
+
+
+def _recounted(engine: Engine) -> tuple[list[Any], list[Any]]:
+    """What ``rebuild_counts`` makes of the reports stored (rolled back afterwards)."""
+    with engine.connect() as connection, connection.begin() as transaction:
+        rebuild_counts(connection)
+        counted = _counter_rows(connection)
+        transaction.rollback()
+    return counted
+
+
+def test_postgres_detaches_and_drops_a_range_of_old_runs_whole(postgres_url: str) -> None:
     """Runs numbered into three partitions: the middle one holds only old runs and is
-    emptied whole (its measurements and reports truncated, its runs and their rows of the
-    other tables deleted, the counters moved); the old runs beside new ones in the
-    partitions below and above go row by row."""
+    detached and dropped (the counters moved first, its runs and their rows of the other
+    tables deleted); the old runs beside new ones in the partitions below and above go
+    row by row, and their partitions stay."""
     settings = _settings(postgres_url, sweep_interval_s=0.1)
     with LiveCollector(settings) as live, httpx.Client(timeout=30) as http:
         engine = make_engine(postgres_url)
@@ -181,25 +205,97 @@ def test_postgres_empties_a_range_of_old_runs_whole(postgres_url: str) -> None:
                 sent[run_id] = _send_run(http, live.url, age, f"call{run_id}")
             with engine.connect() as connection:
                 numbered = dict(connection.exec_driver_sql("SELECT id, trace_id FROM runs").all())
+                before = {t: partitions(connection, t) for t in ("measurements", "reports")}
             # One run id per run, in the order sent (the layout above relies on it).
             assert numbered == sent
             reports_before = _rows(engine, "reports")
             twin = f"reports_r{low}"
+            assert twin in [p.name for p in before["reports"]]
 
             outcome = prune(engine, time.time() - 30 * 86_400, batch_runs=10)
 
-            assert outcome.partitions_emptied == [middle.name, twin]
+            assert outcome.partitions_detached == [middle.name, twin]
             assert outcome.runs == len(old_ids)
             assert outcome.batches >= 1  # the old runs beside new ones
             assert _stored_traces(engine) == {t for i, t in sent.items() if i not in old_ids}
-            # Run 1 is new and below it: the emptied partitions stay, empty, for now.
-            assert _rows(engine, middle.name) == 0 and _rows(engine, twin) == 0
+            with engine.connect() as connection:
+                after = {
+                    t: [p.name for p in partitions(connection, t)]
+                    for t in ("measurements", "reports")
+                }
+                tables = set(
+                    connection.exec_driver_sql(
+                        "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
+                    ).scalars()
+                )
+            # Gone, not left detached; every other partition still attached but those
+            # below every run id handed out (none of them held a run).
+            assert all(
+                p.high <= 1
+                for t in before.values()
+                for p in t
+                if p.name in outcome.partitions_dropped
+            )
+            gone = {middle.name, twin, *outcome.partitions_dropped}
+            for table, names in after.items():  # (sweeps may add partitions ahead meanwhile)
+                kept = [p.name for p in before[table] if p.name not in gone]
+                assert [n for n in names if n in {p.name for p in before[table]}] == kept
+            assert not gone & tables
             assert _orphans(engine) == 0
             assert 0 < _rows(engine, "reports") < reports_before
             assert outcome.reports == reports_before - _rows(engine, "reports")
             assert_counters_match_reports(engine)
+            with engine.connect() as connection:
+                counters = _counter_rows(connection)
+            assert counters[0] and counters == _recounted(engine)
+            # The collector keeps ingesting into what remains.
+            again = _send_run(http, live.url, 0, "after")
+            assert again in _stored_traces(engine)
         finally:
             engine.dispose()
+
+
+def _detach_waits(watcher: psycopg.Connection[Any]) -> bool:
+    """Whether retention waits for the parents' locks now."""
+    found = watcher.execute(
+        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+        "AND query LIKE 'LOCK TABLE ONLY measurements%'"
+    ).fetchone()
+    return found == (1,)
+
+
+def test_detaching_in_a_lock_cycle_with_ingest_gives_way_to_the_ingest(postgres_url: str) -> None:
+    """A writer holds ``reports`` (as an ingest that wrote its reports) and then needs
+    ``measurements``, which retention holds while it waits for ``reports``: a lock
+    cycle. Retention gives up its try before PostgreSQL's deadlock check would cancel
+    either; the writer goes on, and the next try detaches the range."""
+    with LiveCollector(_settings(postgres_url)) as live, httpx.Client(timeout=30) as http:
+        old = {_send_run(http, live.url, 60, f"old{n}") for n in range(PARTITION_RUNS + 1)}
+    engine = make_engine(postgres_url)
+    libpq = postgres_url.replace("postgresql+psycopg://", "postgresql://", 1)
+    try:
+        with psycopg.connect(libpq) as writer:
+            writer.execute("SET statement_timeout = '20s'")  # a hang fails, not blocks
+            writer.execute("LOCK TABLE reports IN ROW EXCLUSIVE MODE")
+            outcomes: list[Any] = []
+            pruner = threading.Thread(
+                target=lambda: outcomes.append(prune(engine, time.time() - 30 * 86_400))
+            )
+            pruner.start()
+            with psycopg.connect(libpq, autocommit=True) as watcher:
+                while not _detach_waits(watcher):
+                    assert pruner.is_alive()
+                    time.sleep(0.01)
+            # Retention holds measurements and waits for reports: the writer's turn.
+            writer.execute("SELECT count(*) FROM measurements").fetchone()
+            writer.commit()
+            pruner.join(timeout=60)
+        [outcome] = outcomes
+        assert outcome.partitions_detached[:2] == ["measurements_r1", "reports_r1"]
+        assert _stored_traces(engine).isdisjoint(old) and _stored_traces(engine) == set()
+        assert_counters_match_reports(engine)
+    finally:
+        engine.dispose()
 
 
 def test_pruning_while_ingesting_loses_nothing_new(database_url: str) -> None:
@@ -223,6 +319,10 @@ def test_pruning_while_ingesting_loses_nothing_new(database_url: str) -> None:
             stop.set()
             feeder.join(timeout=60)
             assert outcome.runs == 20
+            if database_url.startswith("postgresql"):
+                # The first ranges (made ahead at start) held only old runs: dropped whole
+                # while ingest wrote into the overflow partition, neither waiting forever.
+                assert outcome.partitions_detached[:2] == ["measurements_r1", "reports_r1"]
             stored = _stored_traces(engine)
             assert stored.isdisjoint(old)
             assert stored == set(sent)
@@ -249,3 +349,4 @@ def test_the_collector_applies_the_retention_setting(database_url: str) -> None:
             assert_counters_match_reports(engine)
         finally:
             engine.dispose()
+

@@ -10,11 +10,11 @@ from pathlib import Path
 from sqlalchemy import select
 
 from ctxledger.verdicts import Measurement, Tolerances
-from ctxledger_collector.database import make_engine
-from ctxledger_collector.migrate import upgrade
-from ctxledger_collector.otlp_decode import DecodedBatch, DecodedMeasurement
-from ctxledger_collector.store import Store
-from ctxledger_collector.tables import RUNS
+from ctxledger_collector.decoded.batch import DecodedBatch, DecodedMeasurement
+from ctxledger_collector.judge.store import Store
+from ctxledger_collector.storage.database import make_engine
+from ctxledger_collector.storage.migrate import upgrade
+from ctxledger_collector.storage.tables import RUNS
 
 
 def _batch(

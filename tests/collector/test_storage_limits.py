@@ -11,8 +11,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from ctxledger import semconv as sc
 from ctxledger.verdicts import Manifest, Measurement, Report
-from ctxledger_collector.otlp_decode import DecodedManifest, DecodedMeasurement
-from ctxledger_collector.rows import (
+from ctxledger_collector.decoded.batch import DecodedManifest, DecodedMeasurement
+from ctxledger_collector.storage.rows import (
     MANIFEST_COLUMNS,
     MEASUREMENT_COLUMNS,
     REPORT_COLUMNS,
@@ -20,9 +20,9 @@ from ctxledger_collector.rows import (
     measurement_row,
     report_row,
 )
-from ctxledger_collector.stored_records import manifest_of, measurement_of, stored_form
-from ctxledger_collector.string_lists import ListWriter
-from ctxledger_collector.tables import MEASUREMENTS, RUNS
+from ctxledger_collector.storage.stored_records import manifest_of, measurement_of, stored_form
+from ctxledger_collector.storage.string_lists import ListWriter
+from ctxledger_collector.storage.tables import MEASUREMENTS, RUNS
 from tests.collector import otlp_payloads as op
 from tests.collector.live_collector import LiveCollector
 from tests.collector.test_ingest import (

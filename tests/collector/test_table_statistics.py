@@ -11,11 +11,11 @@ from sqlalchemy import Engine
 import ctxledger
 from ctxledger import semconv as sc
 from ctxledger.verdicts import Tolerances
-from ctxledger_collector.database import make_engine
-from ctxledger_collector.migrate import upgrade
-from ctxledger_collector.settings import Settings
-from ctxledger_collector.store import Store
-from ctxledger_collector.table_statistics import analyse_new_tables, never_analysed_tables
+from ctxledger_collector.judge.store import Store
+from ctxledger_collector.ops.settings import Settings
+from ctxledger_collector.storage.database import make_engine
+from ctxledger_collector.storage.migrate import upgrade
+from ctxledger_collector.storage.table_statistics import analyse_new_tables, never_analysed_tables
 from tests.collector.live_collector import LiveCollector
 from tests.collector.test_lookup_plans import run_batch
 

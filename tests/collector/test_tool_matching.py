@@ -12,13 +12,19 @@ from sqlalchemy import select
 
 from ctxledger import semconv as sc
 from ctxledger.verdicts import Manifest, Measurement, Tolerances, judge_trace
-from ctxledger_collector.database import make_engine
-from ctxledger_collector.derive import DerivedStage, IssuedCall, UnmatchedTool
-from ctxledger_collector.migrate import upgrade
-from ctxledger_collector.otlp_decode import DecodedBatch, DecodedManifest, DecodedMeasurement
-from ctxledger_collector.store import Store
-from ctxledger_collector.tables import REPORTS, RUNS
-from ctxledger_collector.tool_matching import pair
+from ctxledger_collector.decoded.batch import (
+    DecodedBatch,
+    DecodedManifest,
+    DecodedMeasurement,
+    DerivedStage,
+    IssuedCall,
+    UnmatchedTool,
+)
+from ctxledger_collector.judge.store import Store
+from ctxledger_collector.judge.tool_matching import pair
+from ctxledger_collector.storage.database import make_engine
+from ctxledger_collector.storage.migrate import upgrade
+from ctxledger_collector.storage.tables import REPORTS, RUNS
 
 SIGNATURE = 77
 

@@ -9,8 +9,8 @@ import time
 
 from sqlalchemy import text
 
-from ctxledger_collector.database import make_engine
-from ctxledger_collector.trace_locks import advisory_key, lock_traces
+from ctxledger_collector.storage.database import make_engine
+from ctxledger_collector.storage.trace_locks import advisory_key, lock_traces
 
 
 def _free(connection: object, trace_id: str) -> bool:

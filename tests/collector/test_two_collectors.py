@@ -34,8 +34,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 import ctxledger
 from ctxledger import semconv as sc
-from ctxledger_collector.database import make_engine
-from ctxledger_collector.settings import Settings
+from ctxledger_collector.ops.settings import Settings
+from ctxledger_collector.storage.database import make_engine
 from tests.collector.conftest import fresh_postgres_database
 from tests.collector.journey_counting import assert_counters_match_reports
 from tests.collector.live_collector import LiveCollector, free_port
@@ -54,6 +54,7 @@ from tests.collector.test_queries import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
+
 
 @pytest.fixture
 def reference_postgres_url() -> Iterator[str]:

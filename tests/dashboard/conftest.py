@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,8 +14,8 @@ import pytest
 
 import ctxledger
 from ctxledger_cli import demo
-from ctxledger_collector.settings import Settings
-from tests.collector.live_collector import LiveCollector
+from ctxledger_collector.ops.settings import Settings
+from tests.collector.live_collector import LiveCollector, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = ROOT / "dashboard" / "ctxledger_dashboard" / "streamlit_app.py"
@@ -51,3 +55,35 @@ def seed_004_trace(seeded_collector: LiveCollector) -> str:
 def api_env(seeded_collector: LiveCollector, monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.setenv("CTXLEDGER_API_URL", seeded_collector.url)
     return seeded_collector.url
+
+
+@pytest.fixture
+def hung_collector(tmp_path: Path) -> Iterator[str]:
+    """A real collector process (``ctxledger serve``) that is up, then stopped (SIGSTOP):
+    its port takes connections and nothing answers, as when a collector hangs."""
+    url = f"http://127.0.0.1:{free_port()}"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ctxledger_cli", "serve", "--port", url.rsplit(":", 1)[1]],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not _answers(url):
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"ctxledger serve did not start on {url}")
+            time.sleep(0.2)
+        process.send_signal(signal.SIGSTOP)
+        yield url
+    finally:
+        process.send_signal(signal.SIGCONT)
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def _answers(url: str) -> bool:
+    try:
+        return httpx.get(f"{url}/healthz", timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -9,9 +11,12 @@ import httpx
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from ctxledger_collector.settings import Settings
-from tests.collector.live_collector import LiveCollector
-from tests.dashboard.conftest import APP
+from ctxledger import semconv as sc
+from ctxledger_collector.ops.settings import Settings
+from ctxledger_dashboard.docs_links import DOCS_URL, REMEDY_CHOICE, REMEDY_OF_STAGE
+from ctxledger_dashboard.verdict_style import COLORS
+from tests.collector.live_collector import LiveCollector, free_port
+from tests.dashboard.conftest import APP, ROOT
 
 
 def _page(path: str, **params: str) -> AppTest:
@@ -46,9 +51,13 @@ def test_incidents_page_points_at_the_tool_and_stage_that_lose(api_env: str) -> 
     assert lost_items == sum(r["result_lost_items"] for r in tools.values())
     assert tools["search_knowledge"]["result_lost_items"] == 30
     text = _text(app)
-    # Every losing tool lost one result: the one that lost most items comes first.
-    assert "Look first at `export_tickets`**: 1 lost result (1 dropped of 1 journey)" in text
-    assert "120 items lost" in text
+    # Every losing tool lost one result: the one that lost most items comes first, seed
+    # 001's naive trim (its call sent without the 140-line log: all of it lost).
+    assert "Look first at `grep_logs`**: 1 lost result (1 orphaned of 8 journeys)" in text
+    assert "140 items lost" in text
+    remedy = f"{DOCS_URL}/remedies.md#context_length_exceeded-emergency_trim"
+    layer = "history trimming (a result or its call left the request)"
+    assert f"look at **{layer}** ([remedy →]({remedy}))" in text
     ranking = next(d.value for d in app.dataframe if "tool" in d.value.columns)
     search = ranking[ranking["tool"] == "search_knowledge"].iloc[0]
     assert (search["lost results"], search["losing journeys"], search["lost items"]) == (1, 2, 30)
@@ -77,17 +86,32 @@ def test_incidents_filters_come_from_the_url(api_env: str) -> None:
 
 
 def test_tool_page_names_the_layer_to_fix(api_env: str) -> None:
-    """search_knowledge loses at context assembly."""
+    """search_knowledge loses at context assembly: the fix links to its remedy."""
     app = _page("app_pages/tool.py", tool="search_knowledge")
     text = _text(app)
-    assert "Fix at: the context manager" in text
-    assert "Most losses (1 silent)" in text and ": 30 items" in text  # the re-send not again
+    remedy = f"{DOCS_URL}/remedies.md#framework-settings-that-truncate-silently-seed-004"
+    assert f"Fix at: [the context manager (text → messages array)]({remedy})" in text
+    # The re-send is not counted again.
+    assert "Most lost results (1 silent) were first lost at" in text and ": 30 items" in text
     metrics = {m.label: m.value for m in app.metric}
     # Cut at step 2 and re-sent cut at step 3: one lost result, its 30 items once.
     assert (metrics["Lost results"], metrics["Lost items"]) == ("1", "30")
     recent = next(d.value for d in app.dataframe if "loss" in d.value.columns)
     assert sorted(recent["loss"]) == ["first lost at step 2, still missing", "first lost here"]
     assert all("&step=2&" in link for link in recent["journey"])  # both open step 2
+
+
+def test_tool_page_says_what_its_counts_count(api_env: str) -> None:
+    """Two silent journeys (step 2 and its re-send at step 3) are one lost result: the
+    verdicts chart counts journeys, the stage table and chart count each result once,
+    and each says so."""
+    app = _page("app_pages/tool.py", tool="search_knowledge")
+    stages = next(d.value for d in app.dataframe if "layer to fix" in d.value.columns)
+    assert "journeys" not in stages.columns
+    assert list(stages["lost results"]) == [1]
+    captions = " ".join(c.value for c in app.caption)
+    assert "Journeys by verdict: a result re-sent in later requests is one journey" in captions
+    assert "Lost results by where they were first lost, each counted once" in captions
 
 
 def test_alerts_page_shows_groups_notifications_and_rules(api_env: str) -> None:
@@ -103,12 +127,15 @@ def test_alerts_page_shows_groups_notifications_and_rules(api_env: str) -> None:
     assert set(groups["tool"]) == {
         "search_knowledge", "export_tickets", "search_orders", "get_customer", "grep_logs"
     }  # fmt: skip
-    assert set(notifications["sink"]) == {"log (log)"}
+    assert set(notifications["sink"]) == {"log"}  # named as its type: said once
     assert notifications["worst example"].str.startswith("/run?trace_id=").all()
-    assert list(rules["rule"]) == ["lost-silently"]
+    # The built-in rule is named for the three verdicts it fires on.
+    assert list(rules["rule"]) == ["silent-dropped-orphaned"]
+    assert list(rules["alerts on"]) == ["silent, dropped or orphaned journeys"]
     text = _text(app)
     assert "5 alert groups firing" in text
     assert "Worst examples" in text and "&tool_call_id=call_" in text  # links to journeys
+    assert "(log)" not in text
     assert "ctxledger_journeys_total" in text  # the Prometheus pointer
 
 
@@ -124,7 +151,9 @@ def test_every_page_has_an_empty_state(
         assert "ctxledger demo --endpoint" in _text(_page(path))
 
 
-def test_incidents_runs_table_pages_by_cursor(api_env: str, monkeypatch) -> None:
+def test_incidents_runs_table_pages_by_cursor(
+    api_env: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Older and newer walk the runs by the API's cursor: every run once, then back."""
     from ctxledger_dashboard import incident_tables
 
@@ -147,3 +176,103 @@ def test_incidents_runs_table_pages_by_cursor(api_env: str, monkeypatch) -> None
     assert len({run for page in pages for run in page}) == 8
     button("← newer").click().run()
     assert shown() == pages[1]
+
+
+def test_the_ranking_chart_says_how_many_tools_it_shows(api_env: str) -> None:
+    app = _page("app_pages/incidents.py")
+    tools = httpx.get(f"{api_env}/api/v1/stats/breakdown", params={"limit": 500}).json()["rows"]
+    assert len(tools) == 13  # the demo's tools: more than the chart's ten
+    captions = [c.value for c in app.caption]
+    assert (
+        "The chart shows the 10 of 13 tools that lose most; the table below lists them all."
+        in captions
+    )
+    ranking = next(d.value for d in app.dataframe if "tool" in d.value.columns)
+    assert len(ranking) == 13
+
+
+def test_the_verdict_timeline_fits_the_span_of_the_data(api_env: str) -> None:
+    """The demo's journeys, sent within seconds, over the default 24 hours: the chart spans
+    the data in bars of seconds, not one bar of 30 minutes."""
+    app = _page("app_pages/incidents.py")
+    caption = next(c.value for c in app.caption if c.value.startswith("One bar per"))
+    bar = caption.removeprefix("One bar per ").split(",")[0]
+    assert bar.endswith(" s"), caption
+    assert "the span of the data (last 24 hours)" in caption
+
+
+def test_an_orphaned_result_that_vanished_lost_all_of_it(api_env: str) -> None:
+    """Seed 001's naive trim deleted the 140-line log and kept its call: the result's
+    whole size is lost, as for a dropped one, and the Incidents tables say so."""
+    app = _page("app_pages/incidents.py")
+    ranking = next(d.value for d in app.dataframe if "tool" in d.value.columns)
+    grep = ranking[ranking["tool"] == "grep_logs"].iloc[0]
+    assert (grep["lost results"], grep["lost items"], grep["lost tokens"]) == (1, 140, 7_700)
+    # The customer result kept without its call is still in the request: nothing of it lost.
+    customer = ranking[ranking["tool"] == "get_customer"].iloc[0]
+    assert (customer["lost results"], customer["lost items"]) == (1, 0)
+
+
+def test_trace_id_columns_are_wide_enough_for_a_whole_trace_id(api_env: str) -> None:
+    from ctxledger_dashboard.page_kit import TRACE_ID_WIDTH
+
+    app = _page("app_pages/incidents.py")
+    runs = app.dataframe[0]
+    shown = list(runs.proto.column_order)
+    assert shown.index("run") < shown.index("verdicts (journeys)")  # seen without scrolling
+    assert json.loads(runs.proto.columns)["run"]["width"] == TRACE_ID_WIDTH
+
+
+def test_both_tables_of_losing_journeys_show_seen_lost_counts_and_verdicts_alike(
+    api_env: str,
+) -> None:
+    """The Incidents page's journeys of one tool and the Tool page's recent losses: when
+    seen as a distance in time, lost items and tokens with separators, verdicts coloured."""
+    pages = [
+        _page("app_pages/incidents.py", tool="search_knowledge"),
+        _page("app_pages/tool.py", tool="search_knowledge"),
+    ]
+    tables = [d for app in pages for d in app.dataframe if "seen" in d.value.columns]
+    assert len(tables) == 2
+    for table in tables:
+        columns = json.loads(table.proto.columns)
+        assert columns["seen"]["type_config"] == {"type": "datetime", "format": "distance"}
+        for name in ("lost items", "lost tokens"):
+            assert columns[name]["type_config"] == {"type": "number", "format": "localized"}
+        assert table.value.columns[0] == "verdict"
+        colored = f"_col0 {{ color: {COLORS[sc.VERDICT_SILENT]}; font-weight: 600 }}"
+        assert colored in table.proto.arrow_data.styler.styles
+
+
+def test_remedy_links_open_a_heading_of_docs_remedies() -> None:
+    text = (ROOT / "docs" / "remedies.md").read_text(encoding="utf-8")
+    anchors = {_github_anchor(line) for line in text.splitlines() if line.startswith("#")}
+    assert set(REMEDY_OF_STAGE.values()) | {REMEDY_CHOICE} <= anchors
+
+
+def _github_anchor(heading: str) -> str:
+    """GitHub's anchor of a markdown heading: lower case, punctuation but - and _ left
+    out, spaces as hyphens."""
+    title = heading.lstrip("#").strip().lower()
+    return re.sub(r"[^\w\- ]", "", title).replace(" ", "-")
+
+
+@pytest.mark.parametrize("state", ["down", "hung"])
+def test_incidents_page_says_the_collector_is_unreachable_and_where(
+    state: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Down (nothing listens) or hung (a stopped collector process): the page says so,
+    naming the URL, instead of loading on."""
+    url = (
+        f"http://127.0.0.1:{free_port()}"
+        if state == "down"
+        else request.getfixturevalue("hung_collector")
+    )
+    monkeypatch.setenv("CTXLEDGER_API_URL", url)
+    app = _page("app_pages/incidents.py")
+    (error,) = [e.value for e in app.error]
+    assert "The collector is unreachable" in error and url in error
+    assert "ctxledger serve" in error
+    if state == "hung":
+        assert "did not answer within 3 s" in error
+    assert not app.metric  # nothing else was drawn

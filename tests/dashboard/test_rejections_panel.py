@@ -9,7 +9,7 @@ import pytest
 import streamlit as st
 
 from ctxledger import semconv as sc
-from ctxledger_collector.settings import Settings
+from ctxledger_collector.ops.settings import Settings
 from tests.collector import otlp_payloads as op
 from tests.collector.live_collector import LiveCollector
 from tests.dashboard.test_pages import _page, _text

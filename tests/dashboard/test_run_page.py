@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import re
+
+import httpx
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.dashboard.conftest import APP
@@ -39,22 +43,53 @@ def test_run_page_shows_the_silent_50_to_20_loss_and_the_lost_ids(
     lost_ids = app.code[0].value.split(", ")
     assert lost_ids == [f"kb-{i:03d}" for i in range(20, 50)]
     tables = [t.value for t in app.dataframe]
-    search = next(t for t in tables if list(t["items"]) == ["50", "50", "20", "20"])
-    assert list(search["stage"]) == ["original", "serialized", "assembled", "sent"]
+    # The received row has no item count: the server reports tokens only.
+    search = next(t for t in tables if list(t["items"]) == ["50", "50", "20", "20", "—"])
+    assert list(search["stage"]) == ["original", "serialized", "assembled", "sent", "received"]
     assert not any((t.astype(str) == "None").any().any() for t in tables)  # no raw None
     assert "**First lost here**" in text
     assert "**Still missing** in step 3: first lost at step 2" in text
     assert "[Link to this step](" in text
 
 
-def test_run_page_highlights_orphaned_results_in_the_manifest(api_env: str) -> None:
-    import httpx
+def test_run_page_words_and_numbers_agree_with_its_tables(
+    api_env: str, seed_004_trace: str
+) -> None:
+    """Counts with separators and in the right number; the chars a reason says fell are
+    the ones the stage table shows; the journey a link opened said in words."""
+    app = _run_page(trace_id=seed_004_trace, step="2", tool_call_id="call_search_1")
+    text = " ".join(m.value for m in app.markdown)
+    assert "· 1 tool result, 1 tool call" in text
+    assert not re.search(r"\b1 tool (results|calls)\b", text)
+    assert "linked" not in text
+    assert "the journey your link points to" in text
+    search = next(
+        t.value for t in app.dataframe if list(t.value["items"])[:4] == ["50", "50", "20", "20"]
+    )
+    before, after = search["JSON chars"].iloc[1], search["JSON chars"].iloc[2]
+    fell = int(before.replace(",", "")) - int(after.replace(",", ""))
+    assert fell == 10_052
+    assert f"JSON chars fell by 10,052 \\({before} -> {after};" in text  # "(" escaped
+    assert list(search["chars"])[:4] == ["17,149", "17,149", "6,857", "6,857"]
 
-    report = httpx.get(
-        f"{api_env}/api/v1/reports", params={"tool_call_id": "call_customer_orphan"}
-    ).json()["reports"]
-    orphan = next(r for r in report if r["verdict"] == "orphaned")
-    app = _run_page(trace_id=orphan["trace_id"], step=str(orphan["step"]))
+
+def _orphaned_step_page(api_url: str, tool_call_id: str) -> AppTest:
+    """The Run page at the step where the call's journey was judged orphaned."""
+    params = {"tool_call_id": tool_call_id}
+    reports = httpx.get(f"{api_url}/api/v1/reports", params=params).json()["reports"]
+    orphan = next(r for r in reports if r["verdict"] == "orphaned")
+    return _run_page(trace_id=orphan["trace_id"], step=str(orphan["step"]))
+
+
+def test_run_page_shows_a_vanished_orphaned_result_as_lost(api_env: str) -> None:
+    """Seed 001's naive trim sent the log's call without its 140-line result."""
+    app = _orphaned_step_page(api_env, "call_grep_naive")
+    text = " ".join(m.value for m in app.markdown)
+    assert "`grep_logs` · `call_grep_naive` — lost 140 of 140 items" in text
+
+
+def test_run_page_highlights_orphaned_results_in_the_manifest(api_env: str) -> None:
+    app = _orphaned_step_page(api_env, "call_customer_orphan")
     errors = " ".join(e.value for e in app.error)
     assert "Results without their call" in errors and "call_customer_orphan" in errors
 
@@ -92,7 +127,9 @@ def test_a_refusal_shows_the_collectors_message(api_env: str) -> None:
         raise AssertionError("the collector accepted a malformed trace id")
 
 
-def test_unknown_run_and_unreachable_collector_say_so(api_env: str, monkeypatch) -> None:
+def test_unknown_run_and_unreachable_collector_say_so(
+    api_env: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     app = _run_page(trace_id="0" * 32)
     assert "No run with trace id" in app.warning[0].value
     monkeypatch.setenv("CTXLEDGER_API_URL", "http://127.0.0.1:9")

@@ -16,6 +16,25 @@ from .helpers import run_python
 from .otlp_receiver import OTLPReceiver
 
 
+def test_demo_without_a_collector_counts_the_re_sent_loss_once() -> None:
+    """Seed 004 cuts the search result at step 2 and re-sends it at step 3: one LOSS line,
+    a still-missing line for step 3, and one loss in the summary (as the collector, the
+    dashboard and the alerts count it)."""
+    completed = run_python("-m", "ctxledger_cli", "demo")
+    assert completed.returncode == 0, completed.stderr
+    lines = completed.stderr.splitlines()
+    losses = [line for line in lines if " LOSS " in line]
+    assert len(losses) == 1 and "LOSS silent: search_knowledge[call_search_1]" in losses[0]
+    [missing] = [line for line in lines if "still missing" in line and line.startswith("[")]
+    assert missing.startswith("[ctxledger] step 3 search_knowledge[call_search_1] still missing")
+    assert "first lost at step 2 (silent, 30 items)" in missing
+    start = lines.index("1 loss(es) found by the local ledger:")
+    assert lines[start + 1 :] == [
+        "  silent    search_knowledge[call_search_1] lost 30 items "
+        "(re-sent still missing at step 3)"
+    ]
+
+
 def test_demo_exports_spans_and_reports_the_silent_loss(receiver: OTLPReceiver) -> None:
     completed = run_python("-m", "ctxledger_cli", "demo", "--endpoint", receiver.url)
     assert completed.returncode == 0, completed.stderr
@@ -24,9 +43,10 @@ def test_demo_exports_spans_and_reports_the_silent_loss(receiver: OTLPReceiver) 
     assert losses, completed.stderr
     assert any("30 items" in line for line in losses), losses
     assert not any("skipping" in line for line in lines), completed.stderr
-    # The summary under "loss(es) found by the local ledger": one line per losing journey.
+    # The summary under "loss(es) found by the local ledger": one line per lost result.
     start = next(i for i, line in enumerate(lines) if "found by the local ledger" in line)
-    rows = [re.fullmatch(r"  (\w+) +\S+\[(\S+)\] lost \d+ items", x) for x in lines[start + 1 :]]
+    row = r"  (\w+) +\S+\[(\S+)\] lost \d+ items(?: \(re-sent still missing at step [\d, ]+\))?"
+    rows = [re.fullmatch(row, x) for x in lines[start + 1 :]]
     announced = {(m.group(2), m.group(1)) for m in rows if m}
     assert announced == {
         (call_id, verdict)

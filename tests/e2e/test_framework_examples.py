@@ -18,7 +18,7 @@ import ctxledger
 from ctxledger import semconv as sc
 from ctxledger_cli.agents import langgraph_trim, mcp_tickets, openai_agents_log
 from ctxledger_cli.agents.common import AgentRun, Mode
-from ctxledger_collector.settings import Settings
+from ctxledger_collector.ops.settings import Settings
 from tests.collector.live_collector import LiveCollector
 
 from .helpers import REPO_ROOT, subprocess_env

@@ -10,22 +10,18 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import anthropic
-import httpx
 import openai
 import pytest
 
 from ctxledger_cli.provider import ProviderStandIn, Step, ToolCall
 from tests.tiktoken_reference import reference_count
+
+from .helpers import provider_process
 
 pytest_plugins = ["ctxledger_cli.provider.pytest_fixture"]
 
@@ -367,12 +363,6 @@ def test_silent_front_discard_drops_the_oldest_messages_and_answers_200(
     assert reply.usage.input_tokens <= window < anthropic_prompt_tokens(history[1:])
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def test_the_command_serves_a_script_file(tmp_path: Path) -> None:
     script = tmp_path / "script.json"
     steps = [
@@ -384,40 +374,14 @@ def test_the_command_serves_a_script_file(tmp_path: Path) -> None:
         "好的",
     ]
     script.write_text(json.dumps({"steps": steps}, ensure_ascii=False), encoding="utf-8")
-    port = _free_port()
-    command = [
-        sys.executable,
-        "-m",
-        "ctxledger_cli",
-        "provider",
-        "--port",
-        str(port),
-        "--script",
-        str(script),
-    ]
-    server = subprocess.Popen(
-        command, stderr=subprocess.PIPE, env={**os.environ, "PYTHONUNBUFFERED": "1"}
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                httpx.post(f"http://127.0.0.1:{port}/v1/models", timeout=1)
-                break
-            except httpx.TransportError:
-                assert time.monotonic() < deadline and server.poll() is None, "did not start"
-                time.sleep(0.1)
-        client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="x", max_retries=0)
-        first = client.chat.completions.create(
-            model=GPT, messages=[{"role": "user", "content": "q"}]
-        )
+    question = [{"role": "user", "content": "q"}]
+    with provider_process("--script", str(script)) as url:
+        client = openai.OpenAI(base_url=f"{url}/v1", api_key="x", max_retries=0)
+        first = client.chat.completions.create(model=GPT, messages=question)
         calls = first.choices[0].message.tool_calls
         assert calls is not None and calls[0].id == "call_1"
         assert calls[0].function.name == "query_orders"
-        second = client.chat.completions.create(
-            model=GPT, messages=[{"role": "user", "content": "q"}]
-        )
+        second = client.chat.completions.create(model=GPT, messages=question)
         assert second.choices[0].message.content == "好的"
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
+        with pytest.raises(openai.ConflictError, match="used up after 2 turns"):
+            client.chat.completions.create(model=GPT, messages=question)

@@ -21,7 +21,7 @@ from ctxledger_cli.demo import dropped_result as tickets
 from ctxledger_cli.demo import seed_001_context_overflow as seed_001
 from ctxledger_cli.provider import ProviderStandIn, count_messages, load_script
 from ctxledger_cli.query_api import fetch_reports
-from ctxledger_collector.settings import Settings
+from ctxledger_collector.ops.settings import Settings
 from tests.collector.live_collector import LiveCollector
 
 from .helpers import REPO_ROOT, run_example, wait_for

@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from ctxledger import semconv as sc
-from ctxledger_collector.settings import Settings
+from ctxledger_collector.ops.settings import Settings
 from tests.collector.conftest import fresh_postgres_database
 from tests.collector.live_collector import LiveCollector
 
@@ -38,6 +38,7 @@ EXPECTED = {
     "no_call_ids": [sc.VERDICT_SILENT],
     "length_limit": [sc.VERDICT_UNAUDITABLE],
     "content_off": [sc.VERDICT_UNAUDITABLE],
+    "server_window": [sc.VERDICT_DROPPED, sc.VERDICT_INTACT],
 }
 SOURCE = {
     "openai-v2": sc.SOURCE_GENAI,
@@ -53,6 +54,37 @@ CONTENT_OFF: dict[str, dict[str, str]] = {
     "openinference": {"OPENINFERENCE_HIDE_INPUTS": "true", "OPENINFERENCE_HIDE_OUTPUTS": "true"},
     "openllmetry": {"TRACELOOP_TRACE_CONTENT": "false"},
 }
+#: Each instrumentation's content setting left at (or set to) what keeps messages off its
+#: spans: (instrumentation, environment, tool spans with results, the setting the report
+#: must name, the instrumentation it must name). "" unsets a variable.
+UNSET = ""
+CAPTURE = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+CONTENT_SETTINGS: dict[str, tuple[str, dict[str, str], bool, str, str]] = {
+    "openai-v2 capture unset": (
+        "openai-v2", {CAPTURE: UNSET}, True, f"{CAPTURE}=span_only", "openai-v2"),
+    "openai-v2 capture unset, tool spans without results": (
+        "openai-v2", {CAPTURE: UNSET}, False, f"{CAPTURE}=span_only", "openai-v2"),
+    "openai-v2 event_only": (
+        "openai-v2", {CAPTURE: "event_only"}, True, f"{CAPTURE}=span_only", "openai-v2"),
+    "openai-v2 older conventions": (
+        "openai-v2", {CAPTURE: "true", "OTEL_SEMCONV_STABILITY_OPT_IN": UNSET}, True,
+        "OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental", "openai-v2"),
+    "openinference OPENINFERENCE_HIDE_INPUTS": (
+        "openinference", {"OPENINFERENCE_HIDE_INPUTS": "true"}, True,
+        "OPENINFERENCE_HIDE_INPUTS", "OpenInference"),
+    "openinference OPENINFERENCE_HIDE_OUTPUTS": (
+        "openinference", {"OPENINFERENCE_HIDE_OUTPUTS": "true"}, True,
+        "OPENINFERENCE_HIDE_OUTPUTS", "OpenInference"),
+    "openinference OPENINFERENCE_HIDE_INPUT_MESSAGES": (
+        "openinference", {"OPENINFERENCE_HIDE_INPUT_MESSAGES": "true"}, True,
+        "OPENINFERENCE_HIDE_INPUT_MESSAGES", "OpenInference"),
+    "openllmetry TRACELOOP_TRACE_CONTENT=false": (
+        "openllmetry", {"TRACELOOP_TRACE_CONTENT": "false"}, True, "TRACELOOP_TRACE_CONTENT",
+        "OpenLLMetry"),
+    "openllmetry TRACELOOP_TRACE_CONTENT=false, tool spans without results": (
+        "openllmetry", {"TRACELOOP_TRACE_CONTENT": "false"}, False, "TRACELOOP_TRACE_CONTENT",
+        "OpenLLMetry"),
+}  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -79,14 +111,14 @@ def run_agent(
     instrumentation: str, cases: list[str], collectors: dict[str, LiveCollector], **env: str
 ) -> dict[str, Any]:
     """The agent loops in a process of their own (one instrumentation per process, as an
-    application has), exporting to every collector."""
+    application has), exporting to every collector. A setting given as "" is unset."""
     settings = {
         "OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental",
         "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "span_only",
         "PYTHONPATH": str(REPO_ROOT),
         **env,
     }
-    environment = subprocess_env(**settings)
+    environment = {k: v for k, v in subprocess_env(**settings).items() if v != UNSET}
     endpoints = [f"{c.url}/v1/traces" for c in collectors.values()]
     done = subprocess.run(
         [sys.executable, "-m", "tests.e2e.zero_sdk_agent", instrumentation, ",".join(cases),
@@ -150,7 +182,46 @@ def test_pipeline_losses_are_found_from_the_instrumentations_spans(
         (silent,) = judged(collector, runs["row_cut"])
         assert silent["lost_items"] == 25
         assert silent["layer"].startswith("between the tool and the request")
-        assert [s["stage"] for s in silent["stages"]] == [sc.STAGE_ORIGINAL, sc.STAGE_LLM_INPUT]
+        stages = [s["stage"] for s in silent["stages"]]
+        assert stages == [sc.STAGE_ORIGINAL, sc.STAGE_LLM_INPUT, sc.STAGE_RECEIVED]
+        # The span's usage met the request as the span shows it: the server read it all.
+        assert silent["stages"][-1]["received"]["outcome"] == "kept"
+
+
+#: How the server's discard of a whole result is judged from each instrumentation's span:
+#: OpenInference names neither the server's host nor its fingerprint, so the policy is
+#: unknown and only the part of the result inside the certain discard counts as lost.
+SERVER_DROP = {
+    "openai-v2": (sc.VERDICT_DROPPED, "dropped"),
+    "openllmetry": (sc.VERDICT_DROPPED, "dropped"),
+    "openinference": (sc.VERDICT_SILENT, "cut"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("instrumentation", INSTRUMENTATIONS)
+def test_the_model_servers_discard_is_found_from_the_spans_usage(
+    instrumentation: str, collectors: dict[str, LiveCollector]
+) -> None:
+    runs = run_agent(
+        instrumentation, ["server_window"], collectors, ZERO_SDK_SERVER_WINDOW="600"
+    )
+    verdict, outcome = SERVER_DROP[instrumentation]
+    for database, collector in collectors.items():
+        old, new = judged(collector, runs["server_window"])
+        where = f"{instrumentation} on {database}: {json.dumps([old, new], indent=1)[:4000]}"
+        assert (old["verdict"], new["verdict"]) == (verdict, sc.VERDICT_INTACT), where
+        assert old["layer"].startswith("the model server"), where
+        (transition,) = [t for t in old["transitions"] if t["verdict"] != sc.VERDICT_INTACT]
+        assert (transition["from_stage"], transition["to_stage"]) == (
+            sc.STAGE_LLM_INPUT,
+            sc.STAGE_RECEIVED,
+        ), where
+        read = {r["tool_call_id"]: r["stages"][-1]["received"] for r in (old, new)}
+        assert read[old["tool_call_id"]]["outcome"] == outcome, where
+        assert read[new["tool_call_id"]]["outcome"] == "kept", where
+        assert read[old["tool_call_id"]]["input_tokens"] < 600, where
+        assert read[old["tool_call_id"]]["exact"] is False, where  # gpt-4o, not at OpenAI
 
 
 @pytest.mark.slow
@@ -170,6 +241,32 @@ def test_the_telemetrys_own_cuts_are_never_judged_as_loss(
         **CONTENT_OFF[instrumentation],
     )
     check(instrumentation, {**cut, **hidden}, collectors)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shape", list(CONTENT_SETTINGS))
+def test_content_kept_off_the_spans_is_unauditable_at_once_naming_the_setting(
+    shape: str, collectors: dict[str, LiveCollector]
+) -> None:
+    """The instrumentation's default (or chosen) content setting keeps the messages off its
+    spans: each journey is unauditable as soon as the spans are in (no grace period: the
+    collectors wait an hour before sweeping), its notes naming the instrumentation and the
+    setting to change, never intact while it waits."""
+    instrumentation, env, tool_results, setting, named = CONTENT_SETTINGS[shape]
+    runs = run_agent(
+        instrumentation,
+        ["content_off"],
+        collectors,
+        ZERO_SDK_CONTENT="on" if tool_results else "off",
+        **env,
+    )
+    for database, collector in collectors.items():
+        for report in judged(collector, runs["content_off"]):
+            where = f"{shape} on {database}: {json.dumps(report, indent=1)[:3000]}"
+            assert report["verdict"] == sc.VERDICT_UNAUDITABLE, where
+            assert report["settled"], where
+            assert report["layer"].startswith("the telemetry"), where
+            assert any(setting in n and named in n for n in report["notes"]), where
 
 
 def test_the_dashboard_run_page_shows_a_derived_run(

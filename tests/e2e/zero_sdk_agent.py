@@ -45,6 +45,9 @@ TOOLS = [
 ]
 #: Whether the instrumentation was told to keep content off spans (the tool spans follow).
 CONTENT_ON_SPANS = os.environ.get("ZERO_SDK_CONTENT", "on") == "on"
+#: A context window makes the stand-in discard like ollama: the oldest messages of a
+#: longer prompt, silently, with a truthful prompt_tokens.
+SERVER_WINDOW = int(os.environ.get("ZERO_SDK_SERVER_WINDOW", "0")) or None
 
 
 def orders(count: int = 40) -> list[dict[str, Any]]:
@@ -214,6 +217,23 @@ def two_agents(agent: Agent, llm: ProviderStandIn, name: str) -> list[str]:
     return issued
 
 
+def server_window(agent: Agent, llm: ProviderStandIn, name: str) -> list[str]:
+    """Two parallel results, the older one large: the server (run with a window) discards
+    the oldest messages of the next request, that result among them, and answers 200."""
+    llm.script(
+        [
+            ToolCall("search_orders", {"query": "refunds"}, id=f"call_{name}_old"),
+            ToolCall("read_log", {"query": "errors"}, id=f"call_{name}_new"),
+        ],
+        "done",
+    )
+    messages = opening(f"case {name}: which orders were refunded?")
+    big = json.dumps(orders(150), ensure_ascii=False)
+    issued = agent.turn(messages, {"search_orders": big, "read_log": log_text(12)})
+    agent.ask(messages)
+    return issued
+
+
 CASES: dict[str, Callable[[Agent, ProviderStandIn, str], list[str]]] = {
     "row_cut": simple_case(keep_rows(15)),
     "char_cut": simple_case(keep_chars(2_000), LOG, tool="read_log"),
@@ -227,6 +247,8 @@ CASES: dict[str, Callable[[Agent, ProviderStandIn, str], list[str]]] = {
     "length_limit": simple_case(lambda text: text, json.dumps(orders(400), ensure_ascii=False)),
     # Run with content kept off the spans.
     "content_off": simple_case(lambda text: text),
+    # Run with ZERO_SDK_SERVER_WINDOW set.
+    "server_window": server_window,
 }
 
 
@@ -256,7 +278,8 @@ def main(instrumentation: str, cases: list[str], endpoints: list[str]) -> None:
     instrument(instrumentation, provider)
     tracer = trace.get_tracer("zero-sdk-agent", tracer_provider=provider)
     found: dict[str, dict[str, Any]] = {}
-    with ProviderStandIn() as llm:
+    window = {"context_window": SERVER_WINDOW, "silent_front_discard": True}
+    with ProviderStandIn(**(window if SERVER_WINDOW else {})) as llm:
         agent = Agent(
             openai.OpenAI(base_url=llm.base_url, api_key="test"),
             ToolSpans(instrumentation, provider),

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import httpx
 
-from ctxledger_collector.migrate import upgrade
-from ctxledger_collector.settings import Settings
+from ctxledger_collector.ops.settings import Settings
+from ctxledger_collector.storage.migrate import upgrade
 from tests.collector.live_collector import LiveCollector
 from tests.reliability.kit import Load, ServeProcess, metric, stored_span_ids, wait_until
 from tests.reliability.private_postgres import private_postgres

@@ -17,8 +17,8 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace.export import SpanExportResult
 
-from ctxledger_collector.migrate import upgrade
-from ctxledger_collector.settings import Settings
+from ctxledger_collector.ops.settings import Settings
+from ctxledger_collector.storage.migrate import upgrade
 from tests.collector.live_collector import LiveCollector
 from tests.reliability.kit import make_batch, metric, stored_span_ids, wait_until
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ctxledger_cli.parser import build_parser
 from ctxledger_collector.app import create_app
-from ctxledger_collector.settings import Settings
+from ctxledger_collector.ops.settings import Settings
 from tests.scaleout.topology import HAPROXY_CFG
 
 

@@ -17,7 +17,7 @@ from urllib.parse import urlparse
 
 import yaml
 
-from ctxledger_collector.settings import Settings
+from ctxledger_collector.ops.settings import Settings
 from tests.scaleout.project_facts import parse_cli, route_paths
 from tests.scaleout.topology import ROOT, compose_services
 

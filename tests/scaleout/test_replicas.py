@@ -27,8 +27,8 @@ from sqlalchemy import Engine, text
 
 from ctxledger import semconv as sc
 from ctxledger.verdicts.duplicates import span_number
-from ctxledger_collector.database import make_engine
-from ctxledger_collector.settings import Settings
+from ctxledger_collector.ops.settings import Settings
+from ctxledger_collector.storage.database import make_engine
 from tests.collector.conftest import fresh_postgres_database
 from tests.collector.journey_counting import assert_counters_match_reports
 from tests.collector.live_collector import LiveCollector

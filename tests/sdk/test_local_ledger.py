@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import ctxledger
+from ctxledger._client import Client
 from ctxledger_cli import demo
 
 
@@ -33,7 +34,8 @@ def test_seed_004_prints_a_loss_line_with_the_lost_ids(ledger_file):
     assert losses, lines
     assert all("LOSS silent" in line and "lost 30 items" in line for line in losses)
     assert "kb-020" in losses[0]
-    assert len(client.ledger.reports) == 2  # the loss recurs in steps 2 and 3
+    assert len(losses) == 1  # step 3 re-sends the cut result: the same loss
+    assert len(client.ledger.reports) == 1
     report = client.ledger.reports[0]
     assert report.lost_item_ids == tuple(f"kb-{i:03d}" for i in range(20, 50))
     # Announced as soon as the assembled stage showed the loss.
@@ -41,6 +43,39 @@ def test_seed_004_prints_a_loss_line_with_the_lost_ids(ledger_file):
     assert report.stages[2].request_id == report.request_id
     clean = [line for line in lines if "lookup_order" in line]
     assert clean and not any("LOSS" in line for line in clean)
+
+
+def test_a_cut_result_re_sent_unchanged_is_one_loss_and_then_still_missing(
+    ledger_file: tuple[Path, Client],
+) -> None:
+    """Cut at step 2, re-sent as it was at step 3: one LOSS line and one report, then a
+    still-missing line naming the step of the first loss, as the collector counts it."""
+    path, client = ledger_file
+    records = [{"id": f"kb-{i:03d}", "text": "退款规则"} for i in range(50)]
+    cut = json.dumps(records[:20], ensure_ascii=False)
+    call = {"id": "call_1", "type": "function", "function": {"name": "search"}}
+    messages: list[dict[str, object]] = [
+        {"role": "user", "content": "退款规则是什么"},
+        {"role": "assistant", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "call_1", "content": cut},
+    ]
+    with ctxledger.run("kb-agent"):
+        ctxledger.measure("serialized", records, tool_call_id="call_1", tool_name="search")
+        ctxledger.measure_request({"model": "gpt-4o", "messages": messages})
+        messages += [{"role": "assistant", "content": "好"}, {"role": "user", "content": "再查"}]
+        ctxledger.measure_request({"model": "gpt-4o", "messages": messages})
+    lines = _read(path)
+    losses = [line for line in lines if " LOSS " in line]
+    assert len(losses) == 1 and "lost 30 items" in losses[0], lines
+    assert client.ledger is not None
+    [first] = client.ledger.reports
+    [again] = client.ledger.still_missing
+    assert (again.tool_call_id, again.verdict) == ("call_1", "silent")
+    assert again.request_id != first.request_id
+    [missing] = [line for line in lines if "still missing" in line]
+    assert "search[call_1] still missing (silent): first lost at step " in missing
+    assert f"first lost at step {first.step} (silent, 30 items)" in missing
+    assert lines.index(missing) > lines.index(losses[0])
 
 
 def test_decorator_records_original_and_serialized_and_returns_text(ledger_file):

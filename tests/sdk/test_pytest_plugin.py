@@ -42,6 +42,27 @@ def test_opts_in_by_its_marker():
     journey(20)
 """
 
+RESENT_TESTS = """
+import json
+
+import ctxledger
+
+
+def test_cuts_a_result_and_re_sends_it():
+    records = [{"id": f"kb-{i:03d}", "text": "退款规则"} for i in range(50)]
+    call = {"id": "call_1", "type": "function", "function": {"name": "search"}}
+    cut = json.dumps(records[:20], ensure_ascii=False)
+    messages = [
+        {"role": "assistant", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "call_1", "content": cut},
+    ]
+    with ctxledger.run("kb-agent"):
+        ctxledger.measure("serialized", records, tool_call_id="call_1", tool_name="search")
+        ctxledger.measure_request({"model": "gpt-4o", "messages": messages})
+        messages.append({"role": "user", "content": "再查"})
+        ctxledger.measure_request({"model": "gpt-4o", "messages": messages})
+"""
+
 UNRELATED_TESTS = """
 import os
 
@@ -84,6 +105,21 @@ def test_a_losing_test_fails_with_its_loss_line_and_clean_ones_pass(suites):
         "*LOSS silent: search[[]call_1] serialized -> assembled lost 30 items*lost ids: kb-020, *",
     ])  # fmt: skip
     assert "a loss with verdict dropped, orphaned, silent fails its test" in out
+
+
+def test_a_result_cut_and_re_sent_fails_its_test_with_the_loss_once(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_resent=RESENT_TESTS)
+    result = pytester.runpytest_subprocess(
+        "-p", "ctxledger.pytest_plugin", "--ctxledger-fail-on=silent", *_QUIET
+    )  # fmt: skip
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "ctxledger: 1 loss(es) with verdict silent in this test" in out, out
+    # Once in the test's report; pytest's short summary may repeat the message.
+    report = out.split("short test summary info")[0]
+    assert report.count("LOSS silent: search[call_1]") == 1, out
 
 
 def test_without_the_option_the_suite_is_left_alone_but_a_marked_test(suites):

@@ -369,6 +369,8 @@ def test_seed001_deleting_the_result_orphans_its_call():
     report = only(reports, request="r2")
     assert report.verdict == ORPHANED
     assert any("without its result" in note for note in report.notes)
+    # The result vanished from r2: all of it is lost, as for a dropped result.
+    assert (report.lost_items, report.lost_chars) == (600, 48_000)
     assert only(reports, call="call_0", request="r2").verdict == INTACT
 
 

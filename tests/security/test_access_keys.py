@@ -14,8 +14,8 @@ import httpx
 import pytest
 from pydantic import ValidationError
 
-from ctxledger_collector.keys import KeySet, bearer_token, key_digest, new_key
-from ctxledger_collector.settings import Settings
+from ctxledger_collector.ops.keys import KeySet, bearer_token, key_digest, new_key
+from ctxledger_collector.ops.settings import Settings
 from tests.collector.live_collector import LiveCollector
 from tests.collector.otlp_payloads import journey_spans, new_trace_id, proto_body
 
@@ -102,6 +102,29 @@ def test_ingest_needs_an_ingest_key_not_a_read_key(guarded: LiveCollector) -> No
     assert stored["total"] >= 1
 
 
+def test_every_401_challenges_for_bearer(guarded: LiveCollector) -> None:
+    challenge = 'Bearer realm="ctxledger"'
+    for headers in ({}, bearer("wrong"), {"authorization": "Basic x"}):
+        answer = _ingest(guarded.url, headers)
+        assert answer.status_code == 401 and answer.headers["www-authenticate"] == challenge
+        answer = httpx.get(f"{guarded.url}/api/v1/runs", headers=headers)
+        assert answer.status_code == 401 and answer.headers["www-authenticate"] == challenge
+
+
+@pytest.mark.parametrize(
+    "spelling", ["bearer {}", "BEARER {}", "Bearer   {}", "Bearer\t{}", "bEaReR \t {}"]
+)
+def test_the_scheme_is_case_insensitive_and_spaces_are_tolerated(
+    guarded: LiveCollector, spelling: str
+) -> None:
+    """RFC 9110 section 11.1: the auth scheme is case-insensitive; 1*SP before the token."""
+    assert _ingest(guarded.url, {"authorization": spelling.format(INGEST_KEY)}).status_code == 200
+    answer = httpx.get(
+        f"{guarded.url}/api/v1/runs", headers={"authorization": spelling.format(READ_KEY_NEW)}
+    )
+    assert answer.status_code == 200
+
+
 def test_metrics_can_be_left_open_for_a_scraper(tmp_path: Path) -> None:
     settings = Settings(
         database_url=f"sqlite:///{tmp_path / 'open-metrics.db'}",
@@ -128,6 +151,7 @@ def test_key_sets_and_bearer_headers() -> None:
     assert not keys.accepts("a-key ") and not keys.accepts("") and not keys.accepts(None)
     assert not KeySet.parse("") and not KeySet.parse(" , ")
     assert bearer_token("Bearer  tok ") == "tok" and bearer_token("bearer tok") == "tok"
+    assert bearer_token("BEARER\ttok") == "tok" and bearer_token(" bearer tok") == "tok"
     assert bearer_token("Basic tok") is None and bearer_token("Bearer") is None
     assert bearer_token(None) is None
     assert new_key() != new_key() and new_key().startswith("ctxl_")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import httpx
 
-from ctxledger_collector.exposure import exposure_problem, is_loopback_host
+from ctxledger_collector.ops.exposure import exposure_problem, is_loopback_host
 from tests.collector.live_collector import free_port
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -17,12 +17,14 @@ from urllib.parse import quote, urlencode
 
 import httpx
 import pytest
+from google.protobuf.message import Message
+from streamlit.dataframe_util import convert_arrow_bytes_to_pandas_df
 from streamlit.testing.v1 import AppTest
 
 import ctxledger
 from ctxledger import semconv as sc
 from ctxledger_cli.screenshots import browser
-from ctxledger_collector.settings import Settings
+from ctxledger_collector.ops.settings import Settings
 from ctxledger_dashboard.launch import dashboard_command, dashboard_environment
 from tests.collector.live_collector import LiveCollector, free_port
 from tests.dashboard.conftest import APP
@@ -37,6 +39,13 @@ TOOLS = [
     "工具/" + "长" * 248 + "?#%00",  # 256 characters: the longest a name may be
 ]
 CALL_IDS = [f"call<b>{i}</b>'\"`" for i in range(len(TOOLS))]
+#: Bidi controls and invisible format characters, in a tool, an agent, a call id, a service.
+INVISIBLE_TOOL = "safe\u202etxt.exe"  # reads "safeexe.txt" where the override takes effect
+INVISIBLE_AGENT = "agent\u2067\u200f\u061c"
+INVISIBLE_CALL = "call\u202a\u2066\u200e\u2060\u00ad"
+INVISIBLE_SERVICE = "svc\u202b\u202c\u2068\u2069\x1b"
+INVISIBLE = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"
+INVISIBLE += "\u200b\u200c\u200d\ufeff\u2060\u00ad\x1b"
 
 
 def _lossy_journey(tool: str, call_id: str) -> None:
@@ -66,7 +75,7 @@ def stand(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stand]:
     database = tmp_path_factory.mktemp("hostile") / "ctxledger.db"
     settings = Settings(
         database_url=f"sqlite:///{database}", auto_migrate=True, sweep_interval_s=3600,
-        read_keys=READ_KEY,
+        read_keys=READ_KEY, alert_settle_s=0,  # the Alerts page has its groups at once
     )  # fmt: skip
     with LiveCollector(settings) as collector:
         client = ctxledger.configure(service_name="hostile", endpoint=collector.url, ledger="off")
@@ -75,6 +84,16 @@ def stand(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stand]:
                 _lossy_journey(tool, call_id)
         with ctxledger.run("bystander"):  # a tool the SQL-looking filter must not match
             _lossy_journey("innocent", "call_innocent")
+        with ctxledger.run(INVISIBLE_AGENT):
+            _lossy_journey(INVISIBLE_TOOL, INVISIBLE_CALL)
+        assert ctxledger.flush()
+        client.shutdown()
+        # A span rejected at ingest (its tool name is over the limit) from a hostile service.
+        client = ctxledger.configure(
+            service_name=INVISIBLE_SERVICE, endpoint=collector.url, ledger="off"
+        )
+        with ctxledger.run("rejected"):
+            _lossy_journey("长" * 257, "call_rejected")
         assert ctxledger.flush()
         client.shutdown()
         ctxledger.configure(service_name="idle", export=False, ledger="off")
@@ -102,9 +121,7 @@ def test_names_are_stored_verbatim_and_filter_exactly(stand: Stand) -> None:
 
 
 def test_a_name_over_the_limit_is_rejected_with_a_reason_not_cut(stand: Stand) -> None:
-    client = ctxledger.configure(
-        service_name="hostile", endpoint=stand.collector.url, ledger="off"
-    )
+    client = ctxledger.configure(service_name="hostile", endpoint=stand.collector.url, ledger="off")
     with ctxledger.run("too-long"):
         _lossy_journey("长" * 257, "call_too_long")
     assert ctxledger.flush()
@@ -144,6 +161,81 @@ def test_apptest_pages_render_the_names_as_code_never_as_html(
     assert any("`<script>window.__pwned=2</script>`" in m.value for m in tool.markdown)
 
 
+def _strings(message: Message) -> Iterator[str]:
+    """Every text in a protobuf message, the text of its Arrow tables (dataframes and
+    chart data) included."""
+    for field, value in message.ListFields():
+        if field.name == "id":  # a widget's key (a repr of its state), never shown
+            continue
+        values = value if field.is_repeated else [value]
+        for item in values:
+            if isinstance(item, Message):
+                yield from _strings(item)
+            elif isinstance(item, str):
+                yield item
+            elif isinstance(item, bytes) and item:
+                table = convert_arrow_bytes_to_pandas_df(item)
+                yield from map(str, table.columns)
+                yield table.to_json(
+                    orient="values", force_ascii=False, date_format="iso", default_handler=str
+                )
+
+
+def _rendered(node: Any) -> Iterator[str]:
+    """Every text of a page's elements and blocks: their text, labels, options, chart
+    specs and table and chart data, as the browser is sent them."""
+    proto = getattr(node, "proto", None)
+    if proto is not None:
+        yield from _strings(proto)
+    for child in getattr(node, "children", {}).values():
+        yield from _rendered(child)
+
+
+def _sent(app: AppTest) -> str:
+    return "\n".join(_rendered(app._tree))
+
+
+def _raw_invisible(text: str) -> set[str]:
+    """The invisible characters in ``text``, raw or JSON-escaped (``st.json``'s body)."""
+    escaped = text.lower()
+    return {c for c in INVISIBLE if c in text or f"\\u{ord(c):04x}" in escaped}
+
+
+def test_apptest_pages_show_bidi_and_invisible_characters_as_visible_escapes(
+    stand: Stand, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CTXLEDGER_API_URL", stand.collector.url)
+    monkeypatch.setenv("CTXLEDGER_READ_KEY", READ_KEY)
+    (run,) = stand.get("/api/v1/runs", agent=INVISIBLE_AGENT)["runs"]
+    pages = {
+        "incidents": _app("app_pages/incidents.py", range="all-time"),
+        "incidents of the tool": _app("app_pages/incidents.py", tool=INVISIBLE_TOOL),
+        "tool": _app("app_pages/tool.py", tool=INVISIBLE_TOOL),
+        "runs": _app("app_pages/run.py"),
+        "run": _app("app_pages/run.py", trace_id=run["trace_id"]),
+        "alerts": _app("app_pages/alerts.py"),
+    }
+    notifications = stand.get("/api/v1/alerts", limit=100)["notifications"]
+    (hostile,) = (n["id"] for n in notifications if n["agent"] == INVISIBLE_AGENT)
+    pages["alerts"].selectbox[-1].select(hostile).run()  # "Open a notification"
+    sent = {name: _sent(app) for name, app in pages.items()}
+    for name, text in sent.items():
+        assert _raw_invisible(text) == set(), name
+    tool, agent = "safe⟨U+202E⟩txt.exe", "agent⟨U+2067⟩⟨U+200F⟩⟨U+061C⟩"
+    call = "call⟨U+202A⟩⟨U+2066⟩⟨U+200E⟩⟨U+2060⟩⟨U+00AD⟩"
+    assert tool in sent["incidents"] and agent in sent["incidents"]  # charts, tables, look-first
+    assert call in sent["incidents of the tool"] and tool in sent["tool"]
+    assert agent in sent["runs"] and call in sent["run"] and tool in sent["run"]
+    assert "svc⟨U+202B⟩⟨U+202C⟩⟨U+2068⟩⟨U+2069⟩␛" in sent["alerts"]  # the rejected span
+    assert agent in sent["alerts"] and tool in sent["alerts"]  # the alert groups
+    payloads = [json.loads(j.value) for j in pages["alerts"].json]  # the opened notification
+    assert agent in json.dumps(payloads, ensure_ascii=False)
+    assert TOOLS[4] in sent["incidents"]  # Chinese and other ordinary text is left as it is
+    (title,) = pages["run"].title
+    assert title.value == f"Run of {agent}"
+    assert any(e.value.startswith(f"### `{tool}` ") for e in pages["tool"].markdown)
+
+
 @pytest.fixture(scope="module")
 def dashboard(stand: Stand) -> Iterator[str]:
     port = free_port()
@@ -167,8 +259,6 @@ def dashboard(stand: Stand) -> Iterator[str]:
         process.wait(timeout=30)
 
 
-
-
 @pytest.mark.slow
 def test_chromium_runs_no_injected_script_and_shows_the_names_as_text(
     stand: Stand, dashboard: str
@@ -181,7 +271,12 @@ def test_chromium_runs_no_injected_script_and_shows_the_names_as_text(
     dialogs: list[str] = []
     with browser() as chromium:
         page = chromium.new_page(viewport={"width": 1440, "height": 2400})
-        page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+
+        def dismiss(dialog: Any) -> None:
+            dialogs.append(dialog.message)
+            dialog.dismiss()
+
+        page.on("dialog", dismiss)
         seen: dict[str, str] = {}
         for path, ready in pages.items():
             page.goto(dashboard + path)
@@ -198,8 +293,48 @@ def test_chromium_runs_no_injected_script_and_shows_the_names_as_text(
         page.close()
     assert dialogs == []
     run_text = seen[f"/run?trace_id={stand.trace_id}"]
-    assert "Run of <img src=x onerror=\"window.__pwned=1\">agent's \"run\"" in run_text
+    assert 'Run of <img src=x onerror="window.__pwned=1">agent\'s "run"' in run_text
     assert TOOLS[0] in run_text and TOOLS[1] in run_text
     assert "**bold** [link](javascript:window.__pwned=3) :red[red] $x^2$ `tick`" in run_text
-    assert "\u202eevil" in run_text and TOOLS[4][:40] in run_text
+    assert "⟨U+202E⟩evil⟨U+200B⟩⟨U+200D⟩⟨U+FEFF⟩tool" in run_text and TOOLS[4][:40] in run_text
+    assert "\u202e" not in run_text
     assert json.dumps(TOOLS[2])[1:30] in json.dumps(seen["/tool?" + urlencode({"tool": TOOLS[2]})])
+
+
+#: The text of the Incidents page's ranking: its chart's axis labels (Vega draws SVG) and
+#: its table's cells (the grid keeps them in an accessible table behind its canvas).
+_RANKING_TEXT_JS = """
+() => ({
+  chart: [...document.querySelectorAll('[data-testid=stVegaLiteChart] svg text')]
+    .map(t => t.textContent),
+  table: [...document.querySelectorAll('[data-testid=stDataFrame] tbody td')]
+    .map(td => td.textContent),
+})
+"""
+
+
+@pytest.mark.slow
+def test_chromium_incidents_page_shows_a_right_to_left_override_visibly(
+    stand: Stand, dashboard: str
+) -> None:
+    shown = "safe⟨U+202E⟩txt.exe"
+    runs_agent = "agent⟨U+2067⟩⟨U+200F⟩⟨U+061C⟩"
+    with browser() as chromium:
+        page = chromium.new_page(viewport={"width": 1440, "height": 3000})
+        page.goto(dashboard + "/")
+        page.get_by_text("Who loses most").first.wait_for(timeout=60_000)
+        page.locator("[data-testid=stVegaLiteChart] svg text", has_text=shown).first.wait_for(
+            timeout=60_000
+        )
+        for cell in (shown, runs_agent):  # the ranking and the runs table render apart
+            page.locator("[data-testid=stDataFrame] tbody td", has_text=cell).first.wait_for(
+                state="attached", timeout=60_000
+            )
+        drawn: dict[str, list[str]] = page.evaluate(_RANKING_TEXT_JS)
+        body = page.locator("body").inner_text()
+        page.close()
+    assert shown in drawn["chart"], drawn["chart"]
+    assert shown in drawn["table"], drawn["table"]
+    assert runs_agent in drawn["table"]
+    everything = body + "".join(drawn["chart"] + drawn["table"])
+    assert not set(INVISIBLE) & set(everything)

@@ -17,7 +17,7 @@ import pytest
 
 from ctxledger import semconv as sc
 from ctxledger.redaction import LOOKAHEAD_CHARS, luhn_valid, redact, redact_or_none
-from ctxledger_collector.settings import Settings
+from ctxledger_collector.ops.settings import Settings
 from tests.collector.live_collector import LiveCollector
 from tests.collector.otlp_payloads import Span, new_trace_id, proto_body, stage_attributes
 
@@ -121,6 +121,7 @@ def test_the_zero_sdk_opt_in_stores_only_redacted_content(tmp_path: Path) -> Non
             f"{collector.url}/v1/traces",
             content=_genai_span("cd" * 16, result),
             headers={"content-type": "application/json"},
+            timeout=60,  # the first zero-SDK span loads both vocabularies (~2 s, more under -n 4)
         )
         assert answer.status_code == 200, answer.text
     stored = database.read_bytes()

@@ -8,6 +8,7 @@ name resolution.
 from __future__ import annotations
 
 import ipaddress
+import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,6 +19,7 @@ from typing import Any
 import pytest
 
 from ctxledger_cli import demo
+from ctxledger_collector.alerts.config import AlertsConfigError, parse_alerts_config
 from ctxledger_collector.alerts.destination_guard import (
     RefusedDestination,
     address_problem,
@@ -34,6 +36,7 @@ from tests.collector.test_alerts import (
     webhook,
     write_rules,
 )
+from tests.collector.test_forwarding_rules import LINK_LOCAL_FORMS, METADATA_FORMS
 
 
 @contextmanager
@@ -61,6 +64,19 @@ def redirecting_to(target: str) -> Iterator[str]:
         server.server_close()
 
 
+def _name_of_loopback() -> str:
+    """This machine's host name, where it resolves to loopback (not ``localhost``, which
+    is refused when the rules are loaded)."""
+    name = socket.gethostname()
+    try:
+        addresses = {info[4][0] for info in socket.getaddrinfo(name, 80)}
+    except OSError:
+        addresses = set()
+    if not addresses or not all(ipaddress.ip_address(a).is_loopback for a in addresses):
+        pytest.skip(f"the host name {name!r} does not resolve to loopback only here")
+    return name
+
+
 def test_loopback_needs_allowing_and_redirects_are_not_followed(tmp_path: Path) -> None:
     # The redirect points at "localhost" (another host name than 127.0.0.1).
     with (
@@ -71,7 +87,11 @@ def test_loopback_needs_allowing_and_redirects_are_not_followed(tmp_path: Path) 
     ):
         sinks = [
             webhook("allowed", allowed),
-            {**webhook("unallowed", unallowed), "allow_loopback": False},
+            {  # a name resolving to loopback: refused only once resolved, when delivering
+                **webhook("unallowed", unallowed),
+                "url": unallowed.url.replace("127.0.0.1", _name_of_loopback()),
+                "allow_loopback": False,
+            },
             {**webhook("redirecting", allowed), "url": redirect},
         ]
         rules = write_rules(
@@ -130,9 +150,7 @@ def test_allowing_loopback_never_allows_metadata_or_link_local() -> None:
         assert address_problem(ipaddress.ip_address(address), allow_loopback=True)
     pinned = pin_destination("http://localhost:8080/hooks?x=1", allow_loopback=True)
     assert pinned.host_header == "localhost:8080" and pinned.server_name == "localhost"
-    assert ipaddress.ip_address(
-        pinned.url.split("//")[1].rsplit(":", 1)[0].strip("[]")
-    ).is_loopback
+    assert ipaddress.ip_address(pinned.url.split("//")[1].rsplit(":", 1)[0].strip("[]")).is_loopback
     assert pinned.url.endswith(":8080/hooks?x=1")
 
 
@@ -143,3 +161,39 @@ def test_public_and_private_network_addresses_are_allowed() -> None:
     assert pin_destination("https://[2001:db8::5]:8443/h", allow_loopback=False).url == (
         "https://[2001:db8::5]:8443/h"
     )
+
+
+@pytest.mark.parametrize("host", METADATA_FORMS + LINK_LOCAL_FORMS)
+def test_every_numeric_form_is_refused_when_delivering(host: str) -> None:
+    with pytest.raises(RefusedDestination, match=r"metadata|link-local"):
+        pin_destination(f"http://{host}/hook", allow_loopback=True)
+
+
+def _sink_problems(url: str, allow_loopback: bool, kind: str = "webhook") -> list[str]:
+    secrets = '\n    secrets: ["whsec_aGVsbG8="]' if kind == "webhook" else ""
+    text = (
+        "rules: [{name: a, verdicts: [silent]}]\n"
+        f"sinks:\n  - type: {kind}\n    name: ops\n    url: '{url}'{secrets}\n"
+        f"    allow_loopback: {str(allow_loopback).lower()}\n"
+    )
+    try:
+        parse_alerts_config(text, "alerts.yaml")
+    except AlertsConfigError as error:
+        return error.problems
+    return []
+
+
+@pytest.mark.parametrize("kind", ["webhook", "slack"])
+@pytest.mark.parametrize("host", METADATA_FORMS + LINK_LOCAL_FORMS)
+def test_a_sink_always_refused_is_refused_when_loading(host: str, kind: str) -> None:
+    (problem,) = _sink_problems(f"http://{host}/hook", allow_loopback=True, kind=kind)
+    assert problem.startswith("alerts.yaml:5: sinks[0].url: sink 'ops': the URL's host is a ")
+    assert "allow_loopback does not change that" in problem
+    assert host not in problem  # the URL may be a credential
+
+
+@pytest.mark.parametrize("host", ["localhost", "LOCALHOST.", "127.1", "2130706433", "0", "[::1]"])
+def test_loopback_without_allowing_is_refused_when_loading(host: str) -> None:
+    (problem,) = _sink_problems(f"http://{host}:9/hook", allow_loopback=False)
+    assert "a loopback address (set allow_loopback: true on the sink to allow it)" in problem
+    assert _sink_problems(f"http://{host}:9/hook", allow_loopback=True) == []

@@ -4,7 +4,9 @@ stand-in started in-process when no provider URL is given."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
+import importlib
 import ssl
 import sys
 import uuid
@@ -76,6 +78,38 @@ def run_with_provider(
         return agent(stand_in.url)
 
 
+def _status_error_types() -> tuple[type[Exception], ...]:
+    found: list[type[Exception]] = []
+    for client in ("openai", "anthropic"):
+        with contextlib.suppress(ImportError):
+            found.append(importlib.import_module(client).APIStatusError)
+    return tuple(found)
+
+
+def provider_refusal(error: BaseException) -> str | None:
+    """One line for an HTTP error the provider answered (the ``openai`` or ``anthropic``
+    client's ``APIStatusError``, also when a framework raised it from another error);
+    ``None`` for any other error."""
+    status_errors = _status_error_types()
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, status_errors):
+            body = getattr(seen, "body", None)
+            message = _message_in(body) or str(seen)
+            return f"the provider answered HTTP {getattr(seen, 'status_code', '?')}: {message}"
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+def _message_in(body: object) -> str | None:
+    """The ``message`` of an OpenAI error body (``{"message": …}`` as the client keeps it)
+    or of an Anthropic one (``{"error": {"message": …}}``)."""
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        body = body["error"]
+    message = body.get("message") if isinstance(body, dict) else None
+    return message if isinstance(message, str) else None
+
+
 def example_main(
     service_name: str,
     description: str,
@@ -90,7 +124,14 @@ def example_main(
         export=args.collector_url is not None,
         ledger=args.ledger,
     )
-    result = run(args.provider_url, mode_of(args))
+    try:
+        result = run(args.provider_url, mode_of(args))
+    except Exception as error:
+        refusal = provider_refusal(error)
+        if refusal is None:
+            raise
+        print(f"{service_name}: {refusal}", file=sys.stderr)
+        return 1
     delivered = ctxledger.flush()
     print(f"answer after {result.steps} steps: {result.answer}")
     print(f"tool calls: {', '.join(result.tool_call_ids)}")

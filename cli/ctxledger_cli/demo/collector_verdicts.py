@@ -18,8 +18,9 @@ def collector_verdicts(
     endpoint: str, expected: Expectations = EXPECTED_VERDICTS, wait_s: float = 15.0
 ) -> dict[str, dict[str, Any]]:
     """Per expected tool call id: the report of the worst verdict the collector gives its
-    journeys. Waits (up to ``wait_s``) until every call has a report with its expected
-    verdict, since journeys arrive and settle one by one."""
+    journeys (the earliest sent, when several have it). Waits (up to ``wait_s``) until
+    every call has a report with its expected verdict, since journeys arrive and settle
+    one by one."""
     wanted = {call_id: verdict for calls in expected.values() for call_id, verdict in calls.items()}
     deadline = time.monotonic() + wait_s
     while True:
@@ -28,11 +29,18 @@ def collector_verdicts(
             reports = fetch_reports(endpoint, call_id)
             if reports:
                 verdict = worst(r["verdict"] for r in reports)
-                found[call_id] = next(r for r in reports if r["verdict"] == verdict)
+                found[call_id] = min(
+                    (r for r in reports if r["verdict"] == verdict), key=_sent_order
+                )
         agreed = all(found.get(c, {}).get("verdict") == v for c, v in wanted.items())
         if agreed or time.monotonic() > deadline:
             return found
         time.sleep(0.3)
+
+
+def _sent_order(report: Mapping[str, Any]) -> tuple[bool, int]:
+    """Journeys in the order they were sent: by step, those without a step last."""
+    return (report["step"] is None, report["step"] or 0)
 
 
 def _shown(calls: Mapping[str, str]) -> list[str]:
@@ -41,6 +49,15 @@ def _shown(calls: Mapping[str, str]) -> list[str]:
     losing = [c for c, v in calls.items() if v != "intact"]
     losing.sort(key=lambda c: -VERDICT_SEVERITY[calls[c]])
     return losing or list(calls)[:1]
+
+
+def _step_shown(report: Mapping[str, Any]) -> int | None:
+    """The step a verdict line names: where the result was first lost (a result re-sent
+    still missing is lost where it was first cut, as the API's deep link says), else the
+    step of the journey."""
+    first: int | None = report.get("first_lost_step")
+    step: int | None = report["step"]
+    return step if first is None else first
 
 
 def print_verdicts(endpoint: str, out: TextIO, expected: Expectations | None = None) -> bool:
@@ -69,7 +86,7 @@ def print_verdicts(endpoint: str, out: TextIO, expected: Expectations | None = N
                 lost = f"lost {report['lost_items']} items" if report["lost_items"] else ""
                 out.write(
                     f"  {name:<26} {verdict:<9} {report['tool_name'] or '?'}[{call_id}] "
-                    f"step {report['step']} {lost}  ({mark})\n"
+                    f"step {_step_shown(report)} {lost}  ({mark})\n"
                 )
     out.write(f"  (+{quiet} intact calls alongside)\n")
     out.write(f"  browse: {endpoint.rstrip('/')}/api/v1/runs  ·  API docs: {endpoint}/docs\n")

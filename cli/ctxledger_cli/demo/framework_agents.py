@@ -22,11 +22,12 @@ import importlib.metadata
 
 from ctxledger_cli.demo.seed_002_log_clip import LOG_CALL_ID
 from ctxledger_cli.provider import ProviderStandIn
+from ctxledger_cli.server_extra import install_hint
 
 ORPHAN_ORDERS_CALL_ID, ORPHAN_CUSTOMER_CALL_ID = "call_orders_orphan", "call_customer_orphan"
 CLEAN_CALL_IDS = ("call_tickets_clean", "call_ticket_clean")
 
-AGENTS_EXTRA_HINT = "pip install 'ctxledger[agents]'"
+AGENTS_EXTRA_HINT = install_hint("agents")
 
 #: Incident -> the framework it runs on and the distributions that bring it.
 FRAMEWORKS: dict[str, tuple[str, tuple[str, ...]]] = {

@@ -16,12 +16,12 @@ from ctxledger.verdicts import Report
 from ctxledger_cli.demo.collector_verdicts import print_verdicts
 from ctxledger_cli.demo.incidents import run_all_incidents, skipped_incidents
 from ctxledger_cli.demo.real_agents import run_seed_004
+from ctxledger_cli.server_extra import install_hint
 
 #: The demo's agents run on these clients; the ``server`` extra brings them.
 DEMO_CLIENTS = ("openai", "anthropic")
 DEMO_EXTRA_HINT = (
-    "ctxledger demo runs real agents on the openai and anthropic clients: "
-    "pip install 'ctxledger[server]'"
+    "ctxledger demo runs real agents on the openai and anthropic clients: " + install_hint("server")
 )
 
 
@@ -51,7 +51,8 @@ def run_demo(endpoint: str | None, ledger: str, everything: bool) -> int:
     ctxledger.flush()
     stats = ctxledger.stats()
     if client.ledger is not None:
-        print(ledger_summary(client.ledger.reports), file=sys.stderr)
+        summary = ledger_summary(client.ledger.reports, client.ledger.still_missing)
+        print(summary, file=sys.stderr)
     if endpoint is None:
         return 0
     print(
@@ -75,12 +76,19 @@ def run_demo(endpoint: str | None, ledger: str, everything: bool) -> int:
     return 0 if agreed else 1
 
 
-def ledger_summary(reports: Iterable[Report]) -> str:
-    """The losses the local ledger announced, one line each, under a count."""
+def ledger_summary(reports: Iterable[Report], still_missing: Iterable[Report] = ()) -> str:
+    """The losses the local ledger announced, one line each (each lost result once, the
+    later steps that re-sent it still missing named on its line), under a count."""
     losses = [r for r in reports if r.verdict != "intact"]
+    resent: dict[tuple[str, str], list[str]] = {}
+    for r in still_missing:
+        step = "-" if r.step is None else str(r.step)
+        resent.setdefault((r.trace_id, r.tool_call_id), []).append(step)
     lines = [f"\n{len(losses)} loss(es) found by the local ledger:"]
-    lines += [
-        f"  {r.verdict:<9} {r.tool_name}[{r.tool_call_id}] lost {r.lost_items} items"
-        for r in losses
-    ]
+    for r in losses:
+        steps = resent.get((r.trace_id, r.tool_call_id))
+        again = f" (re-sent still missing at step {', '.join(steps)})" if steps else ""
+        lines.append(
+            f"  {r.verdict:<9} {r.tool_name}[{r.tool_call_id}] lost {r.lost_items} items{again}"
+        )
     return "\n".join(lines)

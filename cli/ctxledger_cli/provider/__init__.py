@@ -18,7 +18,10 @@ Like the real providers it:
 * refuses broken tool-call pairing with the provider's own 400 (:mod:`.pairing`, bodies in
   :mod:`.errors`, which cites where the wording comes from);
 * answers from a script (:mod:`.script`): each request takes the next step, text or tool
-  calls, so an agent loop runs several steps; then ``"ok"``;
+  calls, so an agent loop runs several steps; once the script is used up each request is
+  refused with a 409 in the provider's own error shape saying so (``loop=True`` starts
+  the script again instead, ``POST /_ctxledger/reset`` or :meth:`ProviderStandIn.reset`
+  rewinds it); with no script at all every answer is ``"ok"``;
 * reports ``usage`` truthfully: the prompt tokens it counted, the completion tokens of
   its answer;
 * records the exact bytes of every request (:attr:`ProviderStandIn.requests`).
@@ -39,7 +42,8 @@ Python::
         p.requests[0].body          # the exact bytes the first request carried
 
 ``ProviderStandIn(host, port=0, *, script=(), context_window=None,
-silent_front_discard=False)``; ``.script(*steps)`` queues more steps; ``.url``,
+silent_front_discard=False, loop=False)``; ``.script(*steps)`` queues more steps;
+``.reset()`` rewinds the script (``.reset_url`` does it over HTTP); ``.url``,
 ``.openai_base_url`` (``…/v1``, also ``.base_url``), ``.anthropic_base_url``;
 ``.requests``; ``.discards``. A step is a :class:`Step`, a text, a :class:`ToolCall`
 (``ToolCall(name, arguments, id=None)``) or a list of them. :func:`load_script` reads a
@@ -49,7 +53,7 @@ pytest: ``pytest_plugins = ["ctxledger_cli.provider.pytest_fixture"]`` gives the
 ``provider`` fixture (a started stand-in, stopped after the test).
 
 Command line: ``ctxledger provider [--host H] [--port P] [--context-window N]
-[--silent-front-discard] [--script FILE]``.
+[--silent-front-discard] [--script FILE] [--loop]``.
 """
 
 from __future__ import annotations

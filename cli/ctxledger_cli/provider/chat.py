@@ -1,4 +1,7 @@
-"""OpenAI Chat Completions: ``POST /v1/chat/completions``, plain and streaming."""
+"""OpenAI Chat Completions: ``POST /v1/chat/completions``, plain and streaming. With
+``token_truncate`` (``--token-truncate``) an over-long prompt is cut like llama-server's
+OpenAI-compatible endpoint cuts it (:mod:`.truncation`; the request's ``n_keep``, else
+``--n-keep``), with ``silent_front_discard`` like ollama's."""
 
 from __future__ import annotations
 
@@ -9,11 +12,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ctxledger_cli.provider import errors, pairing, sse
-from ctxledger_cli.provider.engine import Engine, Reply
+from ctxledger_cli.provider.engine import Discard, Engine, Reply
 from ctxledger_cli.provider.script import Step, new_call_id
-from ctxledger_cli.provider.tokens import count_answer, count_messages
+from ctxledger_cli.provider.truncation import messages_hit, truncate
 
 _ids = itertools.count(1)
+_NO_HEADERS: Mapping[str, str] = {}
 
 
 def _refused(refusal: errors.Refusal) -> Reply:
@@ -34,6 +38,9 @@ def _tool_calls(step: Step) -> list[dict[str, Any]]:
     ]
 
 
+OLLAMA_FINGERPRINT = "fp_ollama"
+
+
 def _usage(prompt: int, completion: int) -> dict[str, Any]:
     return {
         "prompt_tokens": prompt,
@@ -44,7 +51,9 @@ def _usage(prompt: int, completion: int) -> dict[str, Any]:
     }
 
 
-def handle(payload: Mapping[str, Any], engine: Engine) -> Reply:
+def handle(
+    payload: Mapping[str, Any], engine: Engine, headers: Mapping[str, str] = _NO_HEADERS
+) -> Reply:
     model = payload.get("model")
     messages = payload.get("messages")
     if not isinstance(model, str) or not isinstance(messages, list) or not messages:
@@ -55,24 +64,30 @@ def handle(payload: Mapping[str, Any], engine: Engine) -> Reply:
     tools = payload.get("tools")
 
     def count(kept: Sequence[Any]) -> int:
-        return count_messages(kept, model, tools=tools)
+        return engine.counting.prompt(kept, model, tools=tools)
 
-    fitted = engine.fit(
-        "chat",
-        model,
-        messages,
-        count,
-        lambda m: isinstance(m, Mapping) and m.get("role") in {"system", "developer"},
-    )
     window = engine.window_for(model)
-    if fitted.prompt_tokens > window and not engine.silent_front_discard:
-        return _refused(errors.chat_context_exceeded(window, fitted.prompt_tokens))
+    if engine.token_truncate:
+        prompt_tokens = _truncated(payload, engine, model, messages, window)
+    else:
+        fitted = engine.fit(
+            "chat",
+            model,
+            messages,
+            count,
+            lambda m: isinstance(m, Mapping) and m.get("role") in {"system", "developer"},
+        )
+        prompt_tokens = fitted.prompt_tokens
+        if prompt_tokens > window and not engine.silent_front_discard:
+            return _refused(errors.chat_context_exceeded(window, prompt_tokens))
     step = engine.next_step()
     calls = _tool_calls(step)
-    completion = count_answer(
+    completion = engine.counting.answer(
         step.text, [(c["function"]["name"], c["function"]["arguments"]) for c in calls], model
     )
-    usage = _usage(fitted.prompt_tokens, completion)
+    usage = _usage(prompt_tokens, completion)
+    # What ollama's OpenAI-compatible endpoint answers, the server whose discard this mimics.
+    fingerprint = OLLAMA_FINGERPRINT if engine.silent_front_discard else None
     completion_id = f"chatcmpl-standin{next(_ids):08d}"
     created = int(time.time())
     finish = "tool_calls" if calls else "stop"
@@ -80,8 +95,9 @@ def handle(payload: Mapping[str, Any], engine: Engine) -> Reply:
         options = payload.get("stream_options") or {}
         include_usage = isinstance(options, Mapping) and bool(options.get("include_usage"))
         frames = _stream(
-            completion_id, created, model, step.text, calls, finish, usage, include_usage
-        )
+            completion_id, created, model, step.text, calls, finish, usage, include_usage,
+            fingerprint,
+        )  # fmt: skip
         return Reply(200, events=frames)
     message: dict[str, Any] = {
         "role": "assistant",
@@ -103,9 +119,38 @@ def handle(payload: Mapping[str, Any], engine: Engine) -> Reply:
             ],
             "usage": usage,
             "service_tier": "default",
-            "system_fingerprint": None,
+            "system_fingerprint": fingerprint,
         },
     )
+
+
+def _truncated(
+    payload: Mapping[str, Any], engine: Engine, model: str, messages: list[Any], window: int
+) -> int:
+    """The prompt tokens llama-server reads of an over-long prompt: the first ``n_keep``
+    and the tail (reported units); nothing in the answer says so."""
+    counting = engine.counting
+    layout = counting.layout(messages, model, tools=payload.get("tools"))
+    n_keep = payload.get("n_keep", engine.n_keep)
+    n_keep = n_keep if isinstance(n_keep, int) and not isinstance(n_keep, bool) else 0
+    own_keep = n_keep if n_keep < 0 else counting.own(n_keep)
+    cut = truncate(layout.total, counting.own(window), own_keep)
+    kept = counting.units(cut.kept)
+    if cut.truncated:
+        dropped, partly = messages_hit(layout, cut)
+        engine.note(
+            Discard(
+                "chat",
+                len(dropped),
+                counting.units(layout.total),
+                kept,
+                policy="token_truncate",
+                dropped_indices=dropped,
+                cut_indices=partly,
+                keep_tokens=cut.keep,
+            )
+        )
+    return kept
 
 
 def _chunks_of(text: str, size: int = 16) -> list[str]:
@@ -121,6 +166,7 @@ def _stream(
     finish: str,
     usage: dict[str, Any],
     include_usage: bool,
+    fingerprint: str | None = None,
 ) -> tuple[bytes, ...]:
     def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> bytes:
         body: dict[str, Any] = {
@@ -128,7 +174,7 @@ def _stream(
             "object": "chat.completion.chunk",
             "created": created,
             "model": model,
-            "system_fingerprint": None,
+            "system_fingerprint": fingerprint,
             "choices": [
                 {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
             ],
@@ -164,7 +210,7 @@ def _stream(
                     "object": "chat.completion.chunk",
                     "created": created,
                     "model": model,
-                    "system_fingerprint": None,
+                    "system_fingerprint": fingerprint,
                     "choices": [],
                     "usage": usage,
                 }

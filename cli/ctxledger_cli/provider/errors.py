@@ -124,5 +124,20 @@ def anthropic_orphan_tool_result(index: int, block: int, tool_use_id: str) -> Re
     )
 
 
+def script_used_up(turns: int, reset_url: str, *, anthropic: bool) -> Refusal:
+    """The stand-in's own error (no provider sends it), in the provider's shape: 409, and
+    ``x-should-retry: false`` so that the clients do not retry what cannot succeed."""
+    message = (
+        f"ctxledger provider: the script is used up after {turns} "
+        f"turn{'s' if turns != 1 else ''}; to rerun it, POST {reset_url} to rewind it "
+        "(or start the stand-in with --loop)"
+    )
+    if anthropic:
+        refusal = anthropic_error(message, status=409)
+    else:
+        refusal = openai_error(message, code="script_exhausted", status=409)
+    return Refusal(refusal.status, refusal.body, {**refusal.headers, "x-should-retry": "false"})
+
+
 def malformed(message: str, *, anthropic: bool) -> Refusal:
     return anthropic_error(message) if anthropic else openai_error(message)

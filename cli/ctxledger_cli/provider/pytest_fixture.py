@@ -3,9 +3,12 @@
 ``pytest_plugins = ["ctxledger_cli.provider.pytest_fixture"]`` in a ``conftest.py`` gives:
 
 * ``provider``: a started :class:`~ctxledger_cli.provider.ProviderStandIn` on a free
-  port, stopped after the test; script it with ``provider.script(...)``.
+  port, stopped after the test; script it with ``provider.script(...)``. Unscripted it
+  answers ``"ok"``; once scripted, a request after the last step is refused with a 409
+  (``provider.reset()`` rewinds the script).
 * ``provider_factory``: ``provider_factory(**kwargs)`` starts one with other options
-  (``context_window=…``, ``silent_front_discard=True``); all are stopped after the test.
+  (``context_window=…``, ``silent_front_discard=True``, ``loop=True``); all are stopped
+  after the test.
 """
 
 from __future__ import annotations

@@ -1,5 +1,10 @@
 """OpenAI Responses: ``POST /v1/responses``, plain and streaming, with
-``previous_response_id`` chaining (responses are kept in memory)."""
+``previous_response_id`` chaining (responses are kept in memory).
+
+``truncation``: ``"disabled"`` (the default) refuses an input over the window with
+``context_length_exceeded``; ``"auto"`` drops input items from the start of the
+conversation (the first system or developer item kept) until it fits, and the answer
+echoes ``"truncation": "auto"`` with ``usage.input_tokens`` of what was kept."""
 
 from __future__ import annotations
 
@@ -12,9 +17,9 @@ from typing import Any
 from ctxledger_cli.provider import errors, pairing, sse
 from ctxledger_cli.provider.engine import Engine, Reply
 from ctxledger_cli.provider.script import Step, new_call_id
-from ctxledger_cli.provider.tokens import count_answer, count_messages
 
 _ids = itertools.count(1)
+_NO_HEADERS: Mapping[str, str] = {}
 
 
 def _refused(refusal: errors.Refusal) -> Reply:
@@ -97,7 +102,13 @@ def _response(
     }
 
 
-def handle(payload: Mapping[str, Any], engine: Engine) -> Reply:
+def _is_system(item: Any) -> bool:
+    return isinstance(item, Mapping) and item.get("role") in {"system", "developer"}
+
+
+def handle(
+    payload: Mapping[str, Any], engine: Engine, headers: Mapping[str, str] = _NO_HEADERS
+) -> Reply:
     model = payload.get("model")
     items = _input_items(payload.get("input"))
     if not isinstance(model, str) or items is None:
@@ -127,21 +138,31 @@ def handle(payload: Mapping[str, Any], engine: Engine) -> Reply:
     instructions = payload.get("instructions")
 
     def count(kept: Sequence[Any]) -> int:
-        return count_messages(kept, model, tools=tools, system=instructions)
+        return engine.counting.prompt(kept, model, tools=tools, system=instructions)
 
-    fitted = engine.fit(
-        "responses",
-        model,
-        [*earlier, *items],
-        count,
-        lambda m: isinstance(m, Mapping) and m.get("role") in {"system", "developer"},
-    )
-    if fitted.prompt_tokens > engine.window_for(model) and not engine.silent_front_discard:
+    conversation = [*earlier, *items]
+    auto = payload.get("truncation") == "auto"
+    if auto:
+        first_system = next((m for m in conversation if _is_system(m)), None)
+        fitted = engine.fit(
+            "responses",
+            model,
+            conversation,
+            count,
+            lambda m: first_system is not None and m is first_system,
+            discard=True,
+            declared=True,
+        )
+    else:
+        fitted = engine.fit("responses", model, conversation, count, _is_system)
+    if fitted.prompt_tokens > engine.window_for(model) and not (
+        auto or engine.silent_front_discard
+    ):
         return _refused(errors.responses_context_exceeded())
     step = engine.next_step()
     output = _output_items(step)
     calls = [(i["name"], i["arguments"]) for i in output if i["type"] == "function_call"]
-    completion = count_answer(step.text, calls, model)
+    completion = engine.counting.answer(step.text, calls, model)
     usage = {
         "input_tokens": fitted.prompt_tokens,
         "input_tokens_details": {"cached_tokens": 0},

@@ -1,6 +1,8 @@
 """What the stand-in answers: a script of steps, each the assistant's text or the tool calls
-it issues. Every request (to any of the three APIs) takes the next step; once the script is
-used up the answer is the text ``"ok"``.
+it issues. Every request (to any of the three APIs) takes the next step. Once the script is
+used up a request raises :class:`ScriptUsedUp` (the server answers it with an error in the
+provider's own shape) unless the script loops; :meth:`Script.rewind` starts it again. A
+stand-in given no steps at all answers every request with the text ``"ok"``.
 
 A script file is JSON (or YAML when PyYAML is installed) holding a list of steps, or an
 object whose ``steps`` key holds it::
@@ -98,12 +100,24 @@ def load_script(path: str | Path) -> list[Step]:
     return steps_from_data(json.loads(text))
 
 
-class Script:
-    """A thread-safe queue of steps."""
+class ScriptUsedUp(Exception):
+    """Every step of the script has been answered: rerunning an agent against the same
+    stand-in must fail loudly, not get a tool-less ``"ok"`` that looks like a clean run."""
 
-    def __init__(self, steps: Iterable[StepLike] = ()) -> None:
+    def __init__(self, turns: int) -> None:
+        super().__init__(f"the script is used up after {turns} turn{'s' if turns != 1 else ''}")
+        self.turns = turns
+
+
+class Script:
+    """A thread-safe list of steps and the position of the next one. With ``loop`` the
+    script starts again from its first step once used up."""
+
+    def __init__(self, steps: Iterable[StepLike] = (), *, loop: bool = False) -> None:
         self._lock = threading.Lock()
         self._steps = [as_step(step) for step in steps]
+        self._next = 0
+        self.loop = loop
 
     def extend(self, steps: Iterable[StepLike]) -> None:
         converted = [as_step(step) for step in steps]
@@ -111,12 +125,34 @@ class Script:
             self._steps.extend(converted)
 
     def next_step(self) -> Step:
+        """The next step; raises :class:`ScriptUsedUp` when none is left."""
         with self._lock:
-            return self._steps.pop(0) if self._steps else Step(text=DEFAULT_ANSWER)
+            if not self._steps:
+                return Step(text=DEFAULT_ANSWER)
+            if self._next == len(self._steps):
+                if not self.loop:
+                    raise ScriptUsedUp(len(self._steps))
+                self._next = 0
+            step = self._steps[self._next]
+            self._next += 1
+            return step
 
-    def __len__(self) -> int:
+    def rewind(self) -> int:
+        """Start again from the first step; returns how many steps the script has."""
+        with self._lock:
+            self._next = 0
+            return len(self._steps)
+
+    @property
+    def turns(self) -> int:
+        """How many steps the script has in all."""
         with self._lock:
             return len(self._steps)
+
+    def __len__(self) -> int:
+        """How many steps are left before the script is used up."""
+        with self._lock:
+            return len(self._steps) - self._next
 
 
 _call_numbers = itertools.count(1)

@@ -1,5 +1,6 @@
 """The HTTP server: routes each POST to its API, records every request's exact bytes,
-and sends JSON answers or SSE streams (chunked, as the providers stream)."""
+and sends JSON answers or SSE streams (chunked, as the providers stream).
+``POST /_ctxledger/reset``, the stand-in's own route (not recorded), rewinds the script."""
 
 from __future__ import annotations
 
@@ -9,11 +10,16 @@ from collections.abc import Callable, Iterable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from ctxledger_cli.provider import anthropic_messages, chat, errors, responses
+from ctxledger_cli.provider import anthropic_messages, chat, errors, llama_cpp, ollama, responses
+from ctxledger_cli.provider.counting import Counting
 from ctxledger_cli.provider.engine import Discard, Engine, RecordedRequest, Reply
-from ctxledger_cli.provider.script import StepLike
+from ctxledger_cli.provider.script import ScriptUsedUp, StepLike
 
-Handler = Callable[[Mapping[str, Any], Engine], Reply]
+#: Rewinds the script; outside every provider's routes.
+RESET_PATH = "/_ctxledger/reset"
+
+#: A handler gets the JSON body, the engine and the request's headers (keys lower-cased).
+Handler = Callable[[Mapping[str, Any], Engine, Mapping[str, str]], Reply]
 
 #: Path endings and their handlers; ``/v1`` in front is optional. Longest first.
 ROUTES: tuple[tuple[str, Handler, bool], ...] = (
@@ -21,6 +27,8 @@ ROUTES: tuple[tuple[str, Handler, bool], ...] = (
     ("/chat/completions", chat.handle, False),
     ("/responses", responses.handle, False),
     ("/messages", anthropic_messages.handle, True),
+    ("/api/chat", ollama.handle, False),
+    ("/completion", llama_cpp.handle, False),
 )
 
 
@@ -50,9 +58,11 @@ class _RequestHandler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(encoded)
 
-    def _send_stream(self, frames: Iterable[bytes], headers: Mapping[str, str]) -> None:
+    def _send_stream(
+        self, frames: Iterable[bytes], headers: Mapping[str, str], content_type: str
+    ) -> None:
         self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+        self.send_header("Content-Type", content_type)
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Transfer-Encoding", "chunked")
         for name, value in headers.items():
@@ -67,14 +77,11 @@ class _RequestHandler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
         engine = self.server.engine
-        engine.record(
-            RecordedRequest(
-                method=self.command,
-                path=self.path,
-                headers={k.lower(): v for k, v in self.headers.items()},
-                body=body,
-            )
-        )
+        if self.path.split("?", 1)[0].rstrip("/") == RESET_PATH:
+            self._send_json(200, {"rewound": True, "turns": engine.script.rewind()}, {})
+            return
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        engine.record(RecordedRequest(self.command, self.path, headers, body))
         routed = _route(self.path)
         if routed is None:
             refusal = errors.openai_error(
@@ -93,9 +100,16 @@ class _RequestHandler(BaseHTTPRequestHandler):
             )
             self._send_json(refusal.status, refusal.body, refusal.headers)
             return
-        reply = handler(payload, engine)
+        try:
+            reply = handler(payload, engine, headers)
+        except ScriptUsedUp as used_up:
+            refusal = errors.script_used_up(
+                used_up.turns, self.server.url + RESET_PATH, anthropic=is_anthropic
+            )
+            self._send_json(refusal.status, refusal.body, refusal.headers)
+            return
         if reply.events is not None:
-            self._send_stream(reply.events, reply.headers)
+            self._send_stream(reply.events, reply.headers, reply.content_type)
         else:
             self._send_json(reply.status, reply.body or {}, reply.headers)
 
@@ -107,6 +121,11 @@ class _Server(ThreadingHTTPServer):
         self.engine = engine
         self.verbose = verbose
         super().__init__(address, _RequestHandler)
+
+    @property
+    def url(self) -> str:
+        host, port = self.server_address[:2]
+        return f"http://{host!s}:{port}"
 
 
 class ProviderStandIn:
@@ -124,10 +143,21 @@ class ProviderStandIn:
         script: Iterable[StepLike] = (),
         context_window: int | None = None,
         silent_front_discard: bool = False,
+        token_truncate: bool = False,
+        n_keep: int = 0,
+        count_scale: float = 1.0,
+        count_encoding: str | None = None,
+        loop: bool = False,
         verbose: bool = False,
     ) -> None:
         self.engine = Engine(
-            script, context_window=context_window, silent_front_discard=silent_front_discard
+            script,
+            context_window=context_window,
+            silent_front_discard=silent_front_discard,
+            token_truncate=token_truncate,
+            n_keep=n_keep,
+            counting=Counting(count_scale, count_encoding),
+            loop=loop,
         )
         self._server = _Server((host, port), self.engine, verbose)
         self._thread: threading.Thread | None = None
@@ -167,11 +197,19 @@ class ProviderStandIn:
         """Queue the next answers (each request takes one)."""
         self.engine.script.extend(steps)
 
+    def reset(self) -> None:
+        """Rewind the script to its first step (what ``POST /_ctxledger/reset`` does)."""
+        self.engine.script.rewind()
+
+    @property
+    def reset_url(self) -> str:
+        """``http://host:port/_ctxledger/reset``: POST to rewind the script."""
+        return self.url + RESET_PATH
+
     @property
     def url(self) -> str:
         """``http://host:port``: the base URL of the ``anthropic`` client."""
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+        return self._server.url
 
     @property
     def openai_base_url(self) -> str:
@@ -191,7 +229,14 @@ class ProviderStandIn:
             return list(self.engine.received)
 
     @property
+    def ollama_url(self) -> str:
+        """``http://host:port``: ollama's base URL (``/api/chat`` under it)."""
+        return self.url
+
+    @property
     def discards(self) -> list[Discard]:
-        """The prompts shortened silently so far (``silent_front_discard``)."""
+        """The prompts shortened so far: front discards (``silent_front_discard``,
+        ollama's ``/api/chat``, Responses ``truncation: "auto"``), token truncations
+        (``token_truncate``, llama.cpp's ``/completion``) and Anthropic's context edits."""
         with self.engine.lock:
             return list(self.engine.discards)

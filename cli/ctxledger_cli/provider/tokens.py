@@ -109,14 +109,50 @@ def count_messages(
 ) -> int:
     """A prompt's tokens by the rule above. ``system`` is a separate system prompt
     (Anthropic's ``system``, the Responses API's ``instructions``), one message more."""
-    total = REPLY_PRIMING
+    return sum(prompt_layout(messages, model, tools=tools, system=system).parts)
+
+
+def message_tokens(message: Any, model: str) -> int:
+    """One message's tokens: :data:`TOKENS_PER_MESSAGE` and every text in it."""
+    return TOKENS_PER_MESSAGE + sum(count_text(t, model) for t in _strings(message))
+
+
+class Layout:
+    """A prompt's tokens in the order the stand-in lays them out: the separate system
+    prompt (if any), each message, then the tool definitions and the reply priming.
+    ``parts[first_message + i]`` are the tokens of ``messages[i]``."""
+
+    def __init__(self, parts: list[int], first_message: int, messages: int) -> None:
+        self.parts = parts
+        self.first_message = first_message
+        self.messages = messages
+
+    @property
+    def total(self) -> int:
+        return sum(self.parts)
+
+    def message_span(self, index: int) -> tuple[int, int]:
+        """Token offsets ``[start, end)`` of ``messages[index]`` in the layout."""
+        start = sum(self.parts[: self.first_message + index])
+        return start, start + self.parts[self.first_message + index]
+
+
+def prompt_layout(
+    messages: Sequence[Any],
+    model: str,
+    *,
+    tools: Sequence[Any] | None = None,
+    system: Any = None,
+) -> Layout:
+    parts: list[int] = []
     if system:
-        total += TOKENS_PER_MESSAGE + sum(count_text(t, model) for t in _strings(system))
-    for message in messages:
-        total += TOKENS_PER_MESSAGE + sum(count_text(t, model) for t in _strings(message))
+        parts.append(message_tokens(system, model))
+    first = len(parts)
+    parts += [message_tokens(message, model) for message in messages]
     if tools:
-        total += count_text(compact_json(list(tools)), model)
-    return total
+        parts.append(count_text(compact_json(list(tools)), model))
+    parts.append(REPLY_PRIMING)
+    return Layout(parts, first, len(messages))
 
 
 def count_answer(text: str | None, calls: Sequence[tuple[str, str]], model: str) -> int:

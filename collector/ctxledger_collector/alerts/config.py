@@ -4,7 +4,7 @@ The file is YAML, or TOML when its name ends in ``.toml``. In YAML::
 
     group_window_s: 300          # optional; so are the other tuning keys below
     rules:
-      - name: lost-silently
+      - name: silent-dropped-orphaned
         verdicts: [silent, dropped, orphaned]
         severity: critical
       - name: big-loss

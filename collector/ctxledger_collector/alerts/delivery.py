@@ -22,10 +22,10 @@ import httpx
 from sqlalchemy import Engine, select, update
 from sqlalchemy.orm import Session
 
-from ctxledger_collector.alert_tables import NOTIFICATIONS
 from ctxledger_collector.alerts.context import AlertContext
 from ctxledger_collector.alerts.groups import flush_due_groups, resolve_quiet_groups
 from ctxledger_collector.alerts.sinks import DeliveryError, send
+from ctxledger_collector.storage.alert_tables import NOTIFICATIONS
 
 logger = logging.getLogger("ctxledger.collector.alerts")
 

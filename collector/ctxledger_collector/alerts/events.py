@@ -13,7 +13,6 @@ from sqlalchemy import delete
 from sqlalchemy.orm import Session
 
 from ctxledger.verdicts import Report
-from ctxledger_collector.alert_tables import ALERT_EVENTS
 from ctxledger_collector.alerts.context import AlertContext
 from ctxledger_collector.alerts.groups import (
     insert_for,
@@ -22,7 +21,8 @@ from ctxledger_collector.alerts.groups import (
     touch_group,
 )
 from ctxledger_collector.alerts.match import matching_rules
-from ctxledger_collector.statements import Statements
+from ctxledger_collector.storage.alert_tables import ALERT_EVENTS
+from ctxledger_collector.storage.statements import Statements
 
 __all__ = ["AlertContext", "record_events"]
 

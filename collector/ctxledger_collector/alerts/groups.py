@@ -19,9 +19,9 @@ from sqlalchemy import Engine, and_, insert, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from ctxledger_collector.alert_tables import ALERT_EVENTS, ALERT_GROUPS, NOTIFICATIONS
 from ctxledger_collector.alerts.context import AlertContext, GroupKey
 from ctxledger_collector.alerts.payload import build_payload
+from ctxledger_collector.storage.alert_tables import ALERT_EVENTS, ALERT_GROUPS, NOTIFICATIONS
 
 
 def insert_for(dialect: str) -> Any:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ctxledger import semconv as sc
-from ctxledger.verdicts import Report
+from ctxledger.verdicts import Report, layer_name
 from ctxledger_collector.alerts.config import Rule
 
 
@@ -26,6 +26,8 @@ def rule_matches(rule: Rule, report: Report) -> bool:
     if rule.agents and (report.agent_name or "") not in rule.agents:
         return False
     if rule.tools and (report.tool_name or "") not in rule.tools:
+        return False
+    if rule.layers and layer_name(report.layer) not in rule.layers:
         return False
     if rule.min_lost_token_share is not None:
         share = lost_token_share(report)

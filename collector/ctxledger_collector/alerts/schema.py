@@ -24,7 +24,8 @@ from pydantic import (
     model_validator,
 )
 
-from ctxledger.verdicts import LOSING_VERDICTS, VERDICTS, AlertSeverity
+from ctxledger.verdicts import LAYERS, LOSING_VERDICTS, OTHER_LAYER, VERDICTS, AlertSeverity
+from ctxledger_collector.alerts.destination_guard import static_problem
 from ctxledger_collector.alerts.problems import Loc, Located, did_you_mean
 
 Severity = AlertSeverity
@@ -92,7 +93,31 @@ def _check_secret(value: str) -> str:
     return value
 
 
+def _check_destination(name: str, url: str, allow_loopback: bool) -> None:
+    """Refuse at load a sink that delivery would always refuse (its URL not shown)."""
+    problem = static_problem(urlsplit(url).hostname or "", allow_loopback)
+    if problem:
+        always = "" if "allow_loopback" in problem else " (allow_loopback does not change that)"
+        raise Located(
+            ("url",),
+            f"sink {name!r}: the URL's host is {problem}; notifications are never sent "
+            f"there{always}",
+        )
+
+
 _Verdict = Annotated[str, AfterValidator(_check_verdict)]
+
+
+def _check_layer(value: str) -> str:
+    known = [*LAYERS, OTHER_LAYER]
+    if value not in known:
+        raise ValueError(
+            f"{value!r} is not a layer{did_you_mean(value, known)}; known: {', '.join(known)}"
+        )
+    return value
+
+
+_Layer = Annotated[str, AfterValidator(_check_layer)]
 # A sink URL may come from the environment too: a Slack incoming-webhook URL is a secret.
 _HttpUrl = Annotated[str, BeforeValidator(_expand_env), AfterValidator(_check_url)]
 _Secret = Annotated[str, BeforeValidator(_expand_env), AfterValidator(_check_secret)]
@@ -102,7 +127,8 @@ class Rule(BaseModel):
     """One alert rule: a journey matches when every condition the rule sets holds.
 
     ``verdicts``, ``min_lost_token_share`` and ``must_keep_lost`` are the conditions (a
-    rule needs at least one); ``agents`` and ``tools`` only narrow them (empty = any).
+    rule needs at least one); ``agents``, ``tools`` and ``layers`` only narrow them
+    (empty = any).
     """
 
     model_config = _STRICT
@@ -121,6 +147,11 @@ class Rule(BaseModel):
     )
     agents: tuple[str, ...] = Field(default=(), description="empty = any agent")
     tools: tuple[str, ...] = Field(default=(), description="empty = any tool")
+    layers: tuple[_Layer, ...] = Field(
+        default=(),
+        description="where the loss sits (model_server, before_request, request, ...); "
+        "empty = any layer",
+    )
     severity: Severity = "warning"
 
     @model_validator(mode="after")
@@ -151,6 +182,11 @@ class WebhookSink(BaseModel):
         "collector's own machine); link-local and cloud metadata addresses stay refused",
     )
 
+    @model_validator(mode="after")
+    def _reachable(self) -> WebhookSink:
+        _check_destination(self.name, self.url, self.allow_loopback)
+        return self
+
     @field_validator("secrets")
     @classmethod
     def _at_least_one(cls, secrets: tuple[str, ...]) -> tuple[str, ...]:
@@ -175,6 +211,11 @@ class SlackSink(BaseModel):
         description="deliver even when the host is a loopback address (a receiver on the "
         "collector's own machine); link-local and cloud metadata addresses stay refused",
     )
+
+    @model_validator(mode="after")
+    def _reachable(self) -> SlackSink:
+        _check_destination(self.name, self.url, self.allow_loopback)
+        return self
 
 
 class LogSink(BaseModel):
@@ -250,12 +291,12 @@ class AlertsConfig(BaseModel):
 
 
 def default_config(log_file: str | None = None) -> AlertsConfig:
-    """Alert, critically, on every journey that lost content silently; log it (to stderr,
-    or appended to ``log_file``)."""
+    """Alert, critically, on every losing journey (silent, dropped or orphaned: the rule's
+    name says so); log it (to stderr, or appended to ``log_file``)."""
     return AlertsConfig(
         rules=(
             Rule(
-                name="lost-silently",
+                name="silent-dropped-orphaned",
                 verdicts=LOSING_VERDICTS,
                 severity="critical",
             ),

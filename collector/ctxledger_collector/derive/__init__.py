@@ -12,6 +12,8 @@ from typing import Any
 
 from ctxledger import semconv as sc
 from ctxledger.verdicts import Manifest
+from ctxledger.verdicts.model import ReceivedRecord
+from ctxledger_collector.decoded.batch import DerivedStage, IssuedCall, UnmatchedTool
 from ctxledger_collector.derive.genai_exchange import read_genai
 from ctxledger_collector.derive.indexed_exchange import (
     has_openllmetry_prompts,
@@ -19,23 +21,15 @@ from ctxledger_collector.derive.indexed_exchange import (
     read_openllmetry,
 )
 from ctxledger_collector.derive.messages import Exchange
-from ctxledger_collector.derive.records import (
-    DerivedStage,
-    IssuedCall,
-    UnmatchedTool,
-    request_records,
-    tool_record,
-)
+from ctxledger_collector.derive.received import received_record
+from ctxledger_collector.derive.records import request_records, tool_record
 from ctxledger_collector.derive.spans import SourceSpan, SpanEvent
 from ctxledger_collector.derive.tool_outputs import read_tool_output
 
 __all__ = [
     "Derived",
-    "DerivedStage",
-    "IssuedCall",
     "SourceSpan",
     "SpanEvent",
-    "UnmatchedTool",
     "derive_span",
     "may_derive",
 ]
@@ -43,11 +37,13 @@ __all__ = [
 
 @dataclass
 class Derived:
-    """What one span gave: stages, the manifest of its request, the calls its response
-    issued, and tool outputs that wait for the call they answer."""
+    """What one span gave: stages, the manifest of its request, what its server's usage
+    says it read, the calls its response issued, and tool outputs that wait for the call
+    they answer."""
 
     stages: list[DerivedStage] = field(default_factory=list)
     manifest: Manifest | None = None
+    received: ReceivedRecord | None = None
     issued: list[IssuedCall] = field(default_factory=list)
     unmatched: list[UnmatchedTool] = field(default_factory=list)
 
@@ -97,4 +93,5 @@ def derive_span(span: SourceSpan, keep_content: bool = False) -> Derived | None:
     if exchange.input is None and exchange.output is None and exchange.input_cut is None:
         return None
     manifest, stages, issued = request_records(span, exchange, source, model, keep_content)
-    return Derived(stages=stages, manifest=manifest, issued=issued)
+    received = received_record(span, exchange, model, manifest)
+    return Derived(stages=stages, manifest=manifest, received=received, issued=issued)

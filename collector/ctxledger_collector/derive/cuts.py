@@ -13,7 +13,8 @@ commonly set.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
+from typing import Any
 
 #: Value length limits commonly configured (powers of two, their off-by-one forms, round
 #: numbers). A tool result exactly this long is taken for a cut one.
@@ -66,14 +67,68 @@ def off_span(reference: str) -> str:
     )
 
 
-def redacted(attribute: str) -> str:
+#: What OpenTelemetry's GenAI instrumentations (``openai-v2`` and the others built on
+#: ``opentelemetry-util-genai``) need to put the messages on the span.
+OTEL_GENAI_FIX = (
+    "OpenTelemetry's GenAI instrumentation (opentelemetry-instrumentation-openai-v2) records "
+    "message content on the span only with OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT="
+    "span_only (or span_and_event) and OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental "
+    "(unset, false, event_only or the older conventions keep it off the span or in log "
+    "events, which ctxledger does not read)"
+)
+OPENLLMETRY_FIX = (
+    "OpenLLMetry (traceloop, opentelemetry-instrumentation-openai) records no messages with "
+    "TRACELOOP_TRACE_CONTENT=false: unset it or set it to true"
+)
+#: Which OpenInference setting hides what (``openinference-instrumentation``'s config).
+OPENINFERENCE_HIDDEN_BY = {
+    "inputs": "OPENINFERENCE_HIDE_INPUTS",
+    "outputs": "OPENINFERENCE_HIDE_OUTPUTS",
+    "input messages": "OPENINFERENCE_HIDE_INPUT_MESSAGES",
+    "input text": "OPENINFERENCE_HIDE_INPUT_TEXT",
+}
+_OPENLLMETRY_SIGNS = ("gen_ai.is_streaming", "llm.is_streaming", "llm.request.type")
+
+
+def redacted(attribute: str, hidden: str) -> str:
+    """OpenInference replaced a value by ``__REDACTED__``; ``hidden`` is what its
+    settings call the kind of value (a key of :data:`OPENINFERENCE_HIDDEN_BY`)."""
+    setting = OPENINFERENCE_HIDDEN_BY[hidden]
     return (
-        f"{attribute} is redacted by OpenInference's OPENINFERENCE_HIDE_* settings: {_FIX_CONTENT}"
+        f"{attribute} is redacted: OpenInference hides the {hidden} with {setting}=true; "
+        f"unset {setting}, or add ctxledger's stage spans"
     )
 
 
-def no_content(attribute: str) -> str:
-    return f"the span carries no {attribute} (content capture is off): {_FIX_CONTENT}"
+def input_messages_hidden() -> str:
+    setting = OPENINFERENCE_HIDDEN_BY["input messages"]
+    return (
+        f"the span carries no llm.input_messages: OpenInference hides the input messages with "
+        f"{setting}=true; unset {setting}, or add ctxledger's stage spans"
+    )
+
+
+def _openllmetry(scope: str | None, attributes: Mapping[str, Any]) -> bool:
+    if scope is not None and scope.startswith("opentelemetry.instrumentation.openai.v"):
+        return True
+    return any(k in attributes for k in _OPENLLMETRY_SIGNS) or any(
+        k.startswith("traceloop.") for k in attributes
+    )
+
+
+def no_messages(scope: str | None, attributes: Mapping[str, Any]) -> str:
+    """Why an inference span shows no messages at all, and the setting that adds them."""
+    fix = OPENLLMETRY_FIX if _openllmetry(scope, attributes) else OTEL_GENAI_FIX
+    return f"the span carries no gen_ai.input.messages (content capture is off): {fix}"
+
+
+def no_content(attribute: str, scope: str | None, attributes: Mapping[str, Any]) -> str:
+    """A tool span without its result: the instrumentation's setting, where it is known."""
+    if _openllmetry(scope, attributes):
+        fix = OPENLLMETRY_FIX
+    else:
+        fix = f"record {attribute} on the tool span ({_FIX_CONTENT})"
+    return f"the span carries no {attribute} (content capture is off): {fix}"
 
 
 def ends_like_json(text: str) -> bool:

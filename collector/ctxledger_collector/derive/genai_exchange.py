@@ -70,7 +70,7 @@ def read_genai(span: SourceSpan) -> tuple[Exchange, str]:
         return exchange, sc.SOURCE_GENAI
     if _read_events(span.events, exchange):
         return exchange, sc.SOURCE_GENAI_EVENTS
-    exchange.input_cut = _missing(span)
+    exchange.input_cut = _missing(span) or cuts.no_messages(span.scope_name, attrs)
     return exchange, sc.SOURCE_GENAI
 
 

@@ -88,7 +88,8 @@ def _openinference_message(fields: dict[str, Any]) -> Message:
     call_id = _str(fields.get(sc.OI_MESSAGE_TOOL_CALL_ID))
     if message.role == "tool" or call_id is not None:
         hidden = content == sc.OPENINFERENCE_REDACTED
-        cut = cuts.redacted(f"the content of tool message {call_id}") if hidden else None
+        what = f"the content of tool message {call_id}"
+        cut = cuts.redacted(what, "input text") if hidden else None
         message.results.append(ToolResult(call_id, _text(content), cut))
     elif content not in (None, ""):
         message.texts.append(_text(content))
@@ -124,5 +125,7 @@ def read_openinference(span: SourceSpan) -> Exchange:
     if span.dropped_attributes_count > 0:
         exchange.input_cut = cuts.evicted(span.dropped_attributes_count)
     elif exchange.input is None and attrs.get(sc.INPUT_VALUE) == sc.OPENINFERENCE_REDACTED:
-        exchange.input_cut = cuts.redacted(sc.INPUT_VALUE)
+        exchange.input_cut = cuts.redacted(sc.INPUT_VALUE, "inputs")
+    elif exchange.input is None and sc.INPUT_VALUE in attrs:
+        exchange.input_cut = cuts.input_messages_hidden()
     return exchange

@@ -17,14 +17,15 @@ later request of the same conversation repeats, even when its history was rebuil
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
 
 import orjson
 
 from ctxledger import semconv as sc
+from ctxledger.models import context_window_for_model
 from ctxledger.redaction import redact_or_none
 from ctxledger.text import TextMeasurement, measure_text
 from ctxledger.verdicts import Manifest, Measurement
+from ctxledger_collector.decoded.batch import DerivedStage, IssuedCall, UnmatchedTool
 from ctxledger_collector.derive import cuts
 from ctxledger_collector.derive.messages import Exchange, Message
 from ctxledger_collector.derive.spans import SourceSpan
@@ -38,35 +39,6 @@ def kept_content(text: str) -> str | None:
     """What the operator's opt-in keeps of a text: redacted, cut; None (nothing kept)
     when it cannot be redacted."""
     return redact_or_none(text, MAX_CONTENT_CHARS)
-
-
-@dataclass(frozen=True)
-class DerivedStage:
-    """A derived measurement and, when the operator opted in, the text it measured."""
-
-    measurement: Measurement
-    text: str | None = None
-
-
-@dataclass(frozen=True)
-class IssuedCall:
-    """A call an LLM response issued, with its signature for matching tool spans that
-    name no call id; ``order`` is (request start time, place in the response)."""
-
-    trace_id: str
-    call_id: str
-    request_id: str
-    signature: int
-    order: int
-
-
-@dataclass(frozen=True)
-class UnmatchedTool:
-    """A tool span without a call id: its measurement waits to be matched to a call."""
-
-    signature: int
-    started_us: int
-    stage: DerivedStage
 
 
 def _agent(span: SourceSpan) -> str | None:
@@ -194,6 +166,7 @@ def request_records(
         tool_calls=_unique([c.id for c in calls if c.id]) if exchange.input is not None else None,
         tokens=usage if type(usage) is int and 0 <= usage < 2**31 else None,
         model=model,
+        context_window=context_window_for_model(model),
         agent_name=_agent(span),
         observed_at=span.observed_at,
         span_id=span.span_id,
@@ -224,7 +197,10 @@ def tool_record(
     none); None when it recorded nothing to measure and says why not either."""
     if output.text is None and output.cut is None:
         return None
-    measured = measure_text(output.text or "")
+    # The tool span names no model as a rule; where it does, its tokens are counted as the
+    # requests that carry its result are, so the two compare.
+    model = span.attributes.get(sc.REQUEST_MODEL) or span.attributes.get(sc.LLM_MODEL_NAME)
+    measured = measure_text(output.text or "", model=model if isinstance(model, str) else None)
     stage = DerivedStage(
         _measurement(
             span,

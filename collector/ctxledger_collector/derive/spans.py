@@ -33,6 +33,8 @@ class SourceSpan:
     parent_span_id: str | None = None
     status_code: int = 0
     events: tuple[SpanEvent, ...] = field(default=())
+    #: The instrumentation scope that made the span (which package to configure).
+    scope_name: str | None = None
 
     @property
     def failed(self) -> bool:

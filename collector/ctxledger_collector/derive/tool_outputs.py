@@ -49,10 +49,10 @@ def _result(span: SourceSpan, key: str, arguments: Any) -> tuple[str | None, str
     """The result text and, when the telemetry cut it, why."""
     value = span.attributes.get(key)
     if value is None:
-        return None, None if span.failed else cuts.no_content(key)
+        return None, None if span.failed else cuts.no_content(key, span.scope_name, span.attributes)
     text = as_text(value)
     if text == sc.OPENINFERENCE_REDACTED:
-        return None, cuts.redacted(key)
+        return None, cuts.redacted(key, "outputs")
     limits = set()
     if isinstance(arguments, str) and arguments[:1] in "{[" and not cuts.ends_like_json(arguments):
         limits.add(len(arguments))
@@ -105,7 +105,11 @@ def _traceloop(span: SourceSpan) -> ToolOutput:
         pass
     raw = attrs.get(sc.TRACELOOP_ENTITY_OUTPUT)
     if not isinstance(raw, str):
-        cut = None if span.failed else cuts.no_content(sc.TRACELOOP_ENTITY_OUTPUT)
+        cut = (
+            None
+            if span.failed
+            else cuts.no_content(sc.TRACELOOP_ENTITY_OUTPUT, span.scope_name, attrs)
+        )
         return ToolOutput(None, name, arguments, None, cut, sc.SOURCE_OPENLLMETRY)
     try:
         value = parse_json(raw)

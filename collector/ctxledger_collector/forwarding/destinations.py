@@ -13,14 +13,13 @@ them, or a JSON object. A destination's own ``headers`` override these.
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from ctxledger_collector.alerts.destination_guard import METADATA_HOSTS, address_problem
+from ctxledger_collector.alerts.destination_guard import static_problem
 
 #: Headers the forwarder sets from the request it forwards, or that HTTP sets itself.
 RESERVED_HEADERS = frozenset({"content-type", "content-encoding", "content-length", "host"})
@@ -154,15 +153,10 @@ def check_url(url: str) -> str:
 
 
 def _host_problem(hostname: str) -> str | None:
-    """Why exports must not be forwarded to ``hostname``, or None. Forwarded exports may
-    carry credentials in their headers: a cloud metadata service, link-local and multicast
-    addresses are refused; loopback is allowed (a collector sidecar listens there). Only
-    what the URL itself names is checked: host names are resolved when forwarding."""
-    host = hostname.rstrip(".").lower()
-    if host in METADATA_HOSTS:
-        return "a cloud metadata service"
-    try:
-        address = ipaddress.ip_address(host.split("%", 1)[0])
-    except ValueError:
-        return None
-    return address_problem(address, allow_loopback=True)
+    """Why exports must not be forwarded to ``hostname`` whatever DNS answers, or None.
+    Forwarded exports may carry credentials in their headers: a cloud metadata service,
+    link-local and multicast addresses are refused, in every numeric form the resolver
+    reads (``2852039166``, ``0xa9fea9fe``, ``::ffff:a9fe:a9fe``, ...); loopback is allowed
+    (a collector sidecar listens there). Host names are checked again, resolved, before
+    each attempt (:mod:`.sender`)."""
+    return static_problem(hostname, allow_loopback=True)

@@ -12,14 +12,16 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Protocol
+
+from prometheus_client import Counter
 
 from ctxledger_collector.forwarding.destinations import Destination
 from ctxledger_collector.forwarding.limits import ForwardLimits
-from ctxledger_collector.forwarding.queue import ForwardQueue, ForwardRequest
+from ctxledger_collector.forwarding.queue import ForwardQueue, ForwardRequest, QueueSize
 from ctxledger_collector.forwarding.retry import OUTCOMES, Outcome
 from ctxledger_collector.forwarding.sender import DestinationSender
-from ctxledger_collector.metrics import CollectorMetrics, QueueSize
 
 logger = logging.getLogger("ctxledger.collector.forward")
 
@@ -27,10 +29,19 @@ logger = logging.getLogger("ctxledger.collector.forward")
 _STOP_GRACE_S = 2.0
 
 
+class ForwardMetrics(Protocol):
+    """The metrics the forwarder counts in (the collector's ``CollectorMetrics``)."""
+
+    forward_requests: Counter
+    forward_bytes: Counter
+
+    def watch_forward_queues(self, sizes: Callable[[], Iterable[QueueSize]]) -> None: ...
+
+
 class _MetricsTally:
     """Counts every outcome in the metrics; warns once per destination and reason."""
 
-    def __init__(self, metrics: CollectorMetrics) -> None:
+    def __init__(self, metrics: ForwardMetrics) -> None:
         self.metrics = metrics
         self._warned: set[tuple[str, str]] = set()
         self._lock = threading.Lock()
@@ -54,7 +65,7 @@ class _MetricsTally:
 
 class Forwarder:
     def __init__(
-        self, destinations: Sequence[Destination], limits: ForwardLimits, metrics: CollectorMetrics
+        self, destinations: Sequence[Destination], limits: ForwardLimits, metrics: ForwardMetrics
     ) -> None:
         self.limits = limits
         self._tally = _MetricsTally(metrics)

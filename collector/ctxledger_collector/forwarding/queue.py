@@ -11,6 +11,15 @@ from __future__ import annotations
 import threading
 from collections import deque
 from dataclasses import dataclass
+from typing import NamedTuple
+
+
+class QueueSize(NamedTuple):
+    """A destination's queue as the metrics show it."""
+
+    destination: str
+    requests: int
+    bytes: int
 
 
 @dataclass(frozen=True)

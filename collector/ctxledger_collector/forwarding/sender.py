@@ -11,10 +11,16 @@ import random
 import threading
 import time
 from typing import Protocol
+from urllib.parse import urlsplit
 
 import httpx
 
 from ctxledger.__about__ import __version__
+from ctxledger_collector.alerts.destination_guard import (
+    RefusedDestination,
+    UnresolvedDestination,
+    checked_addresses,
+)
 from ctxledger_collector.forwarding.destinations import Destination
 from ctxledger_collector.forwarding.queue import ForwardQueue, ForwardRequest
 from ctxledger_collector.forwarding.retry import Outcome, RetryPolicy, Verdict, verdict_of
@@ -123,6 +129,9 @@ class DestinationSender:
                 return
 
     def _attempt(self, request: ForwardRequest) -> _Attempt:
+        refused = self._destination_refused()
+        if refused is not None:
+            return refused
         headers = {"Content-Type": request.content_type}
         if request.content_encoding is not None:
             headers["Content-Encoding"] = request.content_encoding
@@ -140,6 +149,20 @@ class DestinationSender:
             f"HTTP {response.status_code}",
             response.headers.get("retry-after"),
         )
+
+    def _destination_refused(self) -> _Attempt | None:
+        """What the host resolves to now, checked before the request (and its headers)
+        leaves: a name that came to resolve to a metadata or link-local address is given
+        up on; one that does not resolve is retried."""
+        parts = urlsplit(self.destination.url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        try:
+            checked_addresses(parts.hostname or "", port, allow_loopback=True)
+        except RefusedDestination as error:
+            return _Attempt(Verdict.GIVE_UP, f"refused: {error}")
+        except UnresolvedDestination:
+            return _Attempt(Verdict.RETRY, "DNS lookup failed")
+        return None
 
     def _attempt_timeout_s(self) -> float:
         if self._deadline is None:

@@ -9,10 +9,8 @@ from __future__ import annotations
 
 from fastapi import Depends, HTTPException, Request
 
-from ctxledger_collector.keys import bearer_token
-from ctxledger_collector.state import AppState
-
-_CHALLENGE = {"WWW-Authenticate": 'Bearer realm="ctxledger"'}
+from ctxledger_collector.ops.keys import BEARER_CHALLENGE, bearer_token
+from ctxledger_collector.routes.state import AppState
 
 
 def check_read_key(request: Request) -> None:
@@ -21,7 +19,7 @@ def check_read_key(request: Request) -> None:
     keys = state.read_keys
     if keys and not keys.accepts(bearer_token(request.headers.get("authorization"))):
         raise HTTPException(
-            401, "missing or wrong read key (Authorization: Bearer <read key>)", _CHALLENGE
+            401, "missing or wrong read key (Authorization: Bearer <read key>)", BEARER_CHALLENGE
         )
 
 

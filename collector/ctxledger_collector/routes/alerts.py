@@ -7,9 +7,9 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Query
 from sqlalchemy import func, select
 
-from ctxledger_collector.alert_tables import ALERT_GROUPS, NOTIFICATIONS
-from ctxledger_collector.responses import AlertsPublic
+from ctxledger_collector.query.alert_responses import AlertsPublic
 from ctxledger_collector.routes.deps import MAX_OFFSET, SessionDep, StateDep
+from ctxledger_collector.storage.alert_tables import ALERT_GROUPS, NOTIFICATIONS
 
 router = APIRouter(prefix="/api/v1", tags=["alerts"])
 

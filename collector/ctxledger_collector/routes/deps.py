@@ -10,10 +10,10 @@ from typing import Annotated
 from fastapi import Depends, HTTPException, Path, Query, Request
 from sqlalchemy.orm import Session
 
-from ctxledger.verdicts import VERDICTS
-from ctxledger_collector.pagination import InvalidCursor, Page
-from ctxledger_collector.report_filters import ReportFilter
-from ctxledger_collector.state import AppState
+from ctxledger.verdicts import LAYERS, OTHER_LAYER, VERDICTS
+from ctxledger_collector.query.pagination import InvalidCursor, Page
+from ctxledger_collector.query.report_filters import ReportFilter
+from ctxledger_collector.routes.state import AppState
 
 
 def get_state(request: Request) -> AppState:
@@ -53,6 +53,32 @@ MAX_TIME = 1e11
 Since = Annotated[float | None, Query(ge=0, le=MAX_TIME, description="unix seconds, inclusive")]
 Until = Annotated[float | None, Query(ge=0, le=MAX_TIME, description="unix seconds, exclusive")]
 Verdicts = Annotated[list[str] | None, Query(description="repeat to allow several")]
+FirstLost = Annotated[
+    bool | None,
+    Query(
+        description="true: only the journeys where a tool result was first lost, so each "
+        "lost result counts once (total: how many results were lost); false: every other "
+        "journey (intact ones, and results still missing from an earlier loss)"
+    ),
+]
+
+
+Layers = Annotated[
+    list[str] | None,
+    Query(
+        description="where the worst finding sits, repeat to allow several: "
+        + ", ".join([*LAYERS, OTHER_LAYER])
+    ),
+]
+
+
+def layer_filter(values: list[str] | None) -> tuple[str, ...]:
+    """The layers asked for; an unknown one is answered 422 with the known ones."""
+    known = [*LAYERS, OTHER_LAYER]
+    unknown = sorted(set(values or ()) - set(known))
+    if unknown:
+        raise HTTPException(422, f"unknown layer(s) {unknown}; known: {known}")
+    return tuple(values or ())
 
 
 def verdict_filter(values: list[str] | None) -> tuple[str, ...]:

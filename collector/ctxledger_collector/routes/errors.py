@@ -9,8 +9,8 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import SQLAlchemyError
 
-from ctxledger_collector.database import is_storage_outage
-from ctxledger_collector.state import AppState
+from ctxledger_collector.routes.state import AppState
+from ctxledger_collector.storage.database import is_storage_outage
 
 logger = logging.getLogger("ctxledger.collector")
 

@@ -10,7 +10,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from ctxledger_collector.routes.access import check_metrics_key
 from ctxledger_collector.routes.deps import StateDep
-from ctxledger_collector.state import AppState
+from ctxledger_collector.routes.state import AppState
 
 router = APIRouter(tags=["health"])
 

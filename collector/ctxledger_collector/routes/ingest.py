@@ -3,12 +3,16 @@
 Status codes: 200 with partial success for rejected spans, 400 for a malformed body,
 401 for a missing or wrong API key, 408 for a body that did not arrive in time, 413 for
 a body over the limit, 415 for an unsupported content type or encoding, 503 with
-Retry-After when storage is down or ingest is busy (so standard exporters retry). The
+Retry-After when storage is down, ingest is busy or the collector is shutting down
+before it could finish the export (:mod:`ctxledger_collector.ingest.shutdown_drain`), so that
+standard exporters retry. The
 answer is sent only after the batch is committed.
 
-Admission (:mod:`ctxledger_collector.admission`) comes before the body is read: a
+Admission (:mod:`ctxledger_collector.ingest.admission`) comes before the body is read: a
 request that finds no slot and no room in the in-flight byte budget within a short wait
 is refused from its headers alone, so refused work costs neither memory nor decoding.
+A gzip body is inflated piece by piece (:mod:`ctxledger_collector.ingest.gzip_bodies`), each
+piece reserved in the budget as it grows, and dropped at once when refused.
 
 An export answered 200 (partial success included) is handed, exactly as it arrived, to
 the forwarder (:mod:`ctxledger_collector.forwarding`) when destinations are configured;
@@ -27,13 +31,13 @@ from contextlib import asynccontextmanager
 from fastapi import APIRouter, Request, Response
 from fastapi.concurrency import run_in_threadpool
 
-from ctxledger_collector.admission import Busy, Reservation
-from ctxledger_collector.deadline import RequestClock
-from ctxledger_collector.keys import bearer_token
-from ctxledger_collector.otlp_decode import (
+from ctxledger_collector.ingest.admission import Busy, Reservation
+from ctxledger_collector.ingest.deadline import RequestClock
+from ctxledger_collector.ingest.otlp_decode import (
     JSON_TYPE,
     PROTOBUF,
 )
+from ctxledger_collector.ops.keys import BEARER_CHALLENGE, bearer_token
 from ctxledger_collector.routes.deps import StateDep
 from ctxledger_collector.routes.ingest_storage import store_export
 from ctxledger_collector.routes.otlp_answers import (
@@ -44,7 +48,7 @@ from ctxledger_collector.routes.otlp_answers import (
     RequestRejected,
     error_answer,
 )
-from ctxledger_collector.state import AppState
+from ctxledger_collector.routes.state import AppState
 
 logger = logging.getLogger("ctxledger.collector")
 
@@ -59,7 +63,10 @@ def _check_api_key(request: Request, state: AppState) -> None:
     keys = state.ingest_keys
     if keys and not keys.accepts(bearer_token(request.headers.get("authorization"))):
         raise RequestRejected(
-            401, "missing or wrong API key (Authorization: Bearer <key>)", GRPC_UNAUTHENTICATED
+            401,
+            "missing or wrong API key (Authorization: Bearer <key>)",
+            GRPC_UNAUTHENTICATED,
+            BEARER_CHALLENGE,
         )
 
 
@@ -162,12 +169,27 @@ def _is_gzip(request: Request) -> bool:
         413: {"description": "body over the limit"},
         415: {"description": "unsupported content type or encoding"},
         503: {
-            "description": "storage unavailable, or ingest busy; nothing was stored, retry "
-            "after Retry-After seconds"
+            "description": "storage unavailable, ingest busy, or the collector shutting "
+            "down; nothing (or not all) was stored, retry after Retry-After seconds"
         },
     },
 )
 async def export_traces(request: Request, state: StateDep) -> Response:
+    answer = await state.drain.unless_shutting_down(_export_traces(request, state))
+    if answer is None:  # the collector is exiting before it could finish this export
+        answer = error_answer(
+            _media_type(request),
+            503,
+            "the collector is shutting down; this export was not (wholly) stored, retry",
+            GRPC_UNAVAILABLE,
+            **{"Retry-After": str(state.settings.retry_after_s)},
+        )
+        encoding = "protobuf" if answer.media_type == PROTOBUF else "json"
+        state.metrics.requests.labels(encoding, "503").inc()
+    return answer
+
+
+async def _export_traces(request: Request, state: AppState) -> Response:
     # Async only to stream the body in; the blocking work runs in a worker thread.
     started = time.perf_counter()
     clock = RequestClock(state.settings.ingest_request_timeout_s)
@@ -182,7 +204,9 @@ async def export_traces(request: Request, state: StateDep) -> Response:
             body = await _read_body_in_time(
                 request, settings.max_body_bytes, reservation, settings.ingest_body_timeout_s
             )
-            response = await run_in_threadpool(store_export, state, body, gzipped, media, clock)
+            response = await run_in_threadpool(
+                store_export, state, body, gzipped, media, clock, reservation
+            )
         if response.status_code == 200:
             _forward(state, request, body)
     except RequestRejected as rejected:

@@ -6,23 +6,23 @@ export in the spool and answer once it is on disk there."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import replace
 
 from fastapi import Response
 from sqlalchemy.exc import StatementError
 
-from ctxledger_collector.column_limits import fit_to_columns
-from ctxledger_collector.database import is_storage_outage
-from ctxledger_collector.deadline import RequestClock, past_deadline
-from ctxledger_collector.ingest_spool import SpooledExport
-from ctxledger_collector.otlp_decode import (
-    DecodedBatch,
+from ctxledger_collector.decoded.batch import DecodedBatch
+from ctxledger_collector.decoded.rejection_codes import Rejection
+from ctxledger_collector.ingest.admission import Busy, Reservation
+from ctxledger_collector.ingest.deadline import RequestClock, past_deadline
+from ctxledger_collector.ingest.otlp_decode import (
     MalformedRequest,
-    Rejection,
     TooManySpans,
     decode_export_chunks,
 )
-from ctxledger_collector.rejection_log import reason_counts, record_rejections
+from ctxledger_collector.ingest.spool import SpooledExport
+from ctxledger_collector.ingest.spool_replay import Discarded, StorageUnavailable
 from ctxledger_collector.routes.otlp_answers import (
     GRPC_INVALID_ARGUMENT,
     GRPC_RESOURCE_EXHAUSTED,
@@ -32,14 +32,21 @@ from ctxledger_collector.routes.otlp_answers import (
     gunzip,
     success_answer,
 )
-from ctxledger_collector.spool_replay import Discarded, StorageUnavailable
-from ctxledger_collector.state import AppState
+from ctxledger_collector.routes.state import AppState
+from ctxledger_collector.storage.column_limits import fit_to_columns
+from ctxledger_collector.storage.database import is_storage_outage
+from ctxledger_collector.storage.rejection_log import reason_counts, record_rejections
 
 logger = logging.getLogger("ctxledger.collector")
 
 
 def store_export(
-    state: AppState, body: bytes, gzipped: bool, media: str, clock: RequestClock
+    state: AppState,
+    body: bytes,
+    gzipped: bool,
+    media: str,
+    clock: RequestClock,
+    reservation: Reservation | None = None,
 ) -> Response:
     """Decompress, decode and store one export, a chunk at a time; the answer once every
     chunk is committed. When the database cannot take it (or earlier exports still wait
@@ -47,12 +54,40 @@ def store_export(
     answered once it is on disk there. An outage halfway spools the whole export: its
     replay stores the chunks already stored again, which changes nothing (upserts).
     Past the request time limit the remaining chunks are rejected instead of stored
-    (:mod:`..deadline`)."""
+    (:mod:`..deadline`). A gzip body reserves its inflated bytes in ``reservation`` as
+    they grow, which may refuse it (:class:`Busy`).
+
+    A refused export is answered here, not raised: an exception that crosses the thread
+    pool's future is kept by reference cycles, with the frames its traceback reaches
+    (the body and what it inflated to), until the garbage collector runs. A
+    :class:`Busy` still leaves as an exception, a fresh one without that traceback."""
+    busy_reason: str
+    try:
+        return _store_export(state, body, gzipped, media, clock, reservation)
+    except RequestRejected as rejected:
+        return error_answer(
+            media, rejected.status, rejected.message, rejected.grpc_code, **rejected.headers
+        )
+    except Busy as busy:
+        busy_reason = busy.reason
+    del body
+    raise Busy(busy_reason)
+
+
+def _store_export(
+    state: AppState,
+    body: bytes,
+    gzipped: bool,
+    media: str,
+    clock: RequestClock,
+    reservation: Reservation | None,
+) -> Response:
     received = body
+    on_growth = _inflation_budget(state, reservation, len(received))
     if state.spool.has_backlog():
-        return _spool_export(state, received, gzipped, media)
+        return _spool_export(state, received, gzipped, media, on_growth=on_growth)
     if gzipped:
-        body = gunzip(body, state.settings.max_decompressed_bytes)
+        body = gunzip(body, state.settings.max_decompressed_bytes, on_growth)
     try:
         stored = _decode_and_store(state, body, media, clock)
     except MalformedRequest as error:
@@ -67,10 +102,29 @@ def store_export(
     return success_answer(media, stored)
 
 
+def _inflation_budget(
+    state: AppState, reservation: Reservation | None, received: int
+) -> Callable[[int], None] | None:
+    """Reserve the body and its inflated bytes so far, as a gzip body inflates."""
+    if reservation is None:
+        return None
+
+    def grow(inflated: int) -> None:
+        reservation.grow_from_worker(received + inflated)
+        state.metrics.in_flight_bytes.set(state.admission.bytes_in_flight)
+
+    return grow
+
+
 def _decode_and_store(
-    state: AppState, body: bytes, media: str, clock: RequestClock | None = None
+    state: AppState,
+    body: bytes,
+    media: str,
+    clock: RequestClock | None = None,
+    replayed: bool = False,
 ) -> DecodedBatch:
-    """Store a decompressed body chunk by chunk; what was rejected, with reasons.
+    """Store a decompressed body chunk by chunk; what was rejected, with reasons (listed
+    and counted, marked ``replayed`` for a spooled export's replay).
     Raises MalformedRequest, TooManySpans, and StatementError on an outage."""
     stored = DecodedBatch()
     settings = state.settings
@@ -82,6 +136,8 @@ def _decode_and_store(
         settings.decode_limits(),
     )
     for chunk in chunks:
+        if clock is not None and state.drain.answered:
+            break  # answered 503 at shutdown: the client sends the whole export again
         if clock is None or clock.may_store():
             done = _store(state, fit_to_columns(chunk))
             if clock is not None:
@@ -89,19 +145,19 @@ def _decode_and_store(
         else:
             done = past_deadline(chunk, settings.ingest_request_timeout_s)
         _count_spans(state, done)
-        _log_rejections(state, done.rejected)
+        _log_rejections(state, done.rejected, replayed)
         stored.rejected.extend(done.rejected)
     return stored
 
 
-def _log_rejections(state: AppState, rejected: list[Rejection]) -> None:
+def _log_rejections(state: AppState, rejected: list[Rejection], replayed: bool) -> None:
     """Count the rejections by reason and list them for ``GET /api/v1/rejections``.
     An outage raises (the export is answered 503 and retried); any other failure to
     list them is logged: the spans stay rejected and counted either way."""
     for code, count in reason_counts(rejected).items():
         state.metrics.rejected_spans.labels(code).inc(count)
     try:
-        record_rejections(state.engine, rejected, state.settings.rejections_kept)
+        record_rejections(state.engine, rejected, state.settings.rejections_kept, replayed=replayed)
     except StatementError as error:
         if is_storage_outage(error):
             raise
@@ -111,13 +167,19 @@ def _log_rejections(state: AppState, rejected: list[Rejection]) -> None:
 
 
 def _spool_export(
-    state: AppState, received: bytes, gzipped: bool, media: str, body: bytes | None = None
+    state: AppState,
+    received: bytes,
+    gzipped: bool,
+    media: str,
+    body: bytes | None = None,
+    on_growth: Callable[[int], None] | None = None,
 ) -> Response:
     """Keep an export the database cannot take now on local disk and answer 200, or 503
     + Retry-After when there is no spool or no room in it. The export is decoded first,
     so what would be refused (400) or rejected (partial success) is answered now."""
     if body is None:
-        body = gunzip(received, state.settings.max_decompressed_bytes) if gzipped else received
+        limit = state.settings.max_decompressed_bytes
+        body = gunzip(received, limit, on_growth) if gzipped else received
     checked = DecodedBatch()
     spans = 0
     try:
@@ -153,13 +215,15 @@ def _spool_export(
 
 
 def replay_spooled(state: AppState, export: SpooledExport) -> None:
-    """Store one spooled export (the replayer's work). Raises StorageUnavailable while
-    the database is still out, Discarded for a body that no longer decodes."""
+    """Store one spooled export (the replayer's work); the spans refused now are listed
+    at ``GET /api/v1/rejections`` (marked ``replayed``) and counted in ``/metrics`` as at
+    live ingest. Raises StorageUnavailable while the database is still out, Discarded
+    for a body that no longer decodes."""
     try:
         body = export.body
         if export.gzipped:
             body = gunzip(body, state.settings.max_decompressed_bytes)
-        stored = _decode_and_store(state, body, export.media)
+        stored = _decode_and_store(state, body, export.media, replayed=True)
     except (MalformedRequest, TooManySpans, RequestRejected) as error:
         raise Discarded(str(error)) from error
     except StatementError as error:

@@ -5,7 +5,7 @@ partial success), and the gzip bodies both the route and the spool replay decomp
 from __future__ import annotations
 
 import json
-import zlib
+from collections.abc import Callable
 
 from fastapi import Response
 from google.rpc import status_pb2
@@ -14,7 +14,9 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
-from ctxledger_collector.otlp_decode import JSON_TYPE, PROTOBUF, DecodedBatch
+from ctxledger_collector.decoded.batch import DecodedBatch
+from ctxledger_collector.ingest.gzip_bodies import GzipInvalid, GzipTooLarge, inflate
+from ctxledger_collector.ingest.otlp_decode import JSON_TYPE, PROTOBUF
 
 GRPC_INVALID_ARGUMENT = 3
 GRPC_UNAUTHENTICATED = 16
@@ -42,31 +44,20 @@ def error_answer(media: str, status: int, message: str, grpc_code: int, **header
     return Response(payload, status, media_type=JSON_TYPE, headers=headers)
 
 
-def gunzip(body: bytes, limit: int) -> bytes:
-    """Decompress every gzip member (RFC 1952 allows several), within ``limit``."""
-    parts: list[bytes] = []
-    size = 0
-    rest = body
-    while rest:
-        decompressor = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        try:
-            data = decompressor.decompress(rest, limit - size + 1)
-        except zlib.error as error:
-            raise RequestRejected(
-                400, f"body is not valid gzip: {error}", GRPC_INVALID_ARGUMENT
-            ) from error
-        size += len(data)
-        if size > limit or decompressor.unconsumed_tail:
-            raise RequestRejected(
-                413,
-                f"decompressed body is over the limit of {limit} bytes",
-                GRPC_RESOURCE_EXHAUSTED,
-            )
-        if not decompressor.eof:
-            raise RequestRejected(400, "gzip body is truncated", GRPC_INVALID_ARGUMENT)
-        parts.append(data)
-        rest = decompressor.unused_data
-    return b"".join(parts)
+def gunzip(body: bytes, limit: int, on_growth: Callable[[int], None] | None = None) -> bytes:
+    """Decompress every gzip member (RFC 1952 allows several), within ``limit``: 413
+    past it, 400 for a corrupt or truncated body. The refusal is raised outside the
+    handler so that it holds no reference to the inflater's error or its frames."""
+    try:
+        return inflate(body, limit, on_growth)
+    except GzipTooLarge as too_large:
+        refusal = RequestRejected(413, str(too_large), GRPC_RESOURCE_EXHAUSTED)
+    except GzipInvalid as invalid:
+        refusal = RequestRejected(400, str(invalid), GRPC_INVALID_ARGUMENT)
+    try:
+        raise refusal
+    finally:
+        del refusal  # else this frame and the error's traceback form a cycle
 
 
 def success_answer(media: str, batch: DecodedBatch) -> Response:

@@ -7,11 +7,13 @@ from typing import Annotated, Any
 import orjson
 from fastapi import APIRouter, HTTPException, Query, Response
 
-from ctxledger_collector import queries, run_listing
-from ctxledger_collector.responses import ReportsPublic, RunDetailPublic, RunsPublic
+from ctxledger_collector.query import queries, run_listing
+from ctxledger_collector.query.responses import ReportsPublic, RunDetailPublic, RunsPublic
 from ctxledger_collector.routes.deps import (
     TRACE_ID_PATTERN,
     After,
+    FirstLost,
+    Layers,
     Limit,
     Offset,
     SessionDep,
@@ -21,6 +23,7 @@ from ctxledger_collector.routes.deps import (
     Until,
     Verdicts,
     cursor_errors,
+    layer_filter,
     page_of,
     verdict_filter,
 )
@@ -51,6 +54,8 @@ def get_reports(
     tool_call_id: str | None = None,
     since: Since = None,
     until: Until = None,
+    first_lost: FirstLost = None,
+    layer: Layers = None,
     limit: Limit = 100,
     offset: Offset = 0,
     after: After = None,
@@ -63,6 +68,8 @@ def get_reports(
         tool_call_id,
         since,
         until,
+        first_lost,
+        layer_filter(layer),
     )
     page = page_of(limit, offset, after)
     with cursor_errors():

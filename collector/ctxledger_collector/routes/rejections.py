@@ -6,10 +6,10 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
 
-from ctxledger_collector.rejection_codes import REASONS
-from ctxledger_collector.rejection_log import read_rejections
-from ctxledger_collector.responses import RejectionsPublic
+from ctxledger_collector.decoded.rejection_codes import REASONS
+from ctxledger_collector.query.rejection_responses import RejectionsPublic
 from ctxledger_collector.routes.deps import SessionDep, StateDep
+from ctxledger_collector.storage.rejection_log import read_rejections
 
 router = APIRouter(prefix="/api/v1", tags=["rejections"])
 

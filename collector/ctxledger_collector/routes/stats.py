@@ -6,9 +6,13 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, HTTPException, Query
 
-from ctxledger_collector import stats
-from ctxledger_collector.report_filters import ReportFilter
-from ctxledger_collector.responses import BreakdownPublic, TimelinePublic, ToolProfilePublic
+from ctxledger_collector.query import stats
+from ctxledger_collector.query.aggregate_responses import (
+    BreakdownPublic,
+    TimelinePublic,
+    ToolProfilePublic,
+)
+from ctxledger_collector.query.report_filters import ReportFilter
 from ctxledger_collector.routes.deps import FilterDep, SessionDep, Since, StateDep, Until
 
 router = APIRouter(prefix="/api/v1", tags=["stats"])

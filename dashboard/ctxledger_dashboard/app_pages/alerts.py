@@ -16,23 +16,27 @@ from ctxledger_dashboard.alert_style import (
     SEVERITY_ORDER,
     STATE_COLORS,
     color_by_value,
-    plural,
     rule_in_words,
+    sink_label,
     timestamp,
 )
-from ctxledger_dashboard.markdown_text import code
-from ctxledger_dashboard.page_kit import api_url, fetch, live, when
+from ctxledger_dashboard.docs_links import docs_link
+from ctxledger_dashboard.markdown_text import code, plain
+from ctxledger_dashboard.page_kit import api_url, fetch, live, plural, when
 from ctxledger_dashboard.rejections_panel import rejected_spans
+from ctxledger_dashboard.visible_text import visible_frame
 
-PROMETHEUS_RULES = "https://github.com/ctxledger/ctxledger/blob/main/docs/prometheus-alerts.yml"
+PROMETHEUS_RULES = docs_link("prometheus-alerts.yml")
 
 
 def _rules_sentence(rules: list[dict[str, Any]]) -> str:
-    return "; ".join(f"{code(r['name'])}: {rule_in_words(r)} ({r['severity']})" for r in rules)
+    return "; ".join(
+        f"{code(r['name'])}: {plain(rule_in_words(r))} ({r['severity']})" for r in rules
+    )
 
 
 def _sinks_sentence(sinks: list[dict[str, Any]]) -> str:
-    return ", ".join(f"{code(s['name'])} ({s['type']})" for s in sinks)
+    return ", ".join(sink_label(s["name"], s["type"], code) for s in sinks)
 
 
 def _incidents_link(agent: str | None, tool: str | None) -> str:
@@ -66,7 +70,8 @@ def _headline(data: dict[str, Any], pending: int, dead: int) -> None:
         worst = min(
             firing, key=lambda g: (SEVERITY_ORDER.get(g["severity"], 9), -g["last_event_at"])
         )
-        where = f"{worst['agent'] or 'any agent'} · {worst['tool'] or 'any tool'}"
+        agent = code(worst["agent"]) if worst["agent"] else "any agent"
+        where = f"{agent} · {code(worst['tool']) if worst['tool'] else 'any tool'}"
         st.error(
             f"**{plural(len(firing), 'alert group')} firing.** Worst: "
             f"{code(worst['rule'])} ({worst['severity']}) on {where}, last matching journey "
@@ -114,9 +119,9 @@ def _groups(groups: list[dict[str, Any]]) -> None:
         ]
     )
     st.dataframe(
-        data.style.map(color_by_value(STATE_COLORS), subset=["state"]).map(
-            color_by_value(SEVERITY_COLORS), subset=["severity"]
-        ),
+        visible_frame(data)
+        .style.map(color_by_value(STATE_COLORS), subset=["state"])
+        .map(color_by_value(SEVERITY_COLORS), subset=["severity"]),
         hide_index=True,
         width="stretch",
         height=min(38 + 35 * len(data), 420),
@@ -136,15 +141,17 @@ def _configuration(rules: list[dict[str, Any]], sinks: list[dict[str, Any]]) -> 
     left, right = st.columns([3, 1], gap="large")
     with left:
         st.dataframe(
-            pd.DataFrame(
-                [
-                    {
-                        "rule": r["name"],
-                        "severity": r["severity"],
-                        "alerts on": rule_in_words(r),
-                    }
-                    for r in rules
-                ]
+            visible_frame(
+                pd.DataFrame(
+                    [
+                        {
+                            "rule": r["name"],
+                            "severity": r["severity"],
+                            "alerts on": rule_in_words(r),
+                        }
+                        for r in rules
+                    ]
+                )
             ).style.map(color_by_value(SEVERITY_COLORS), subset=["severity"]),
             hide_index=True,
             width="stretch",
@@ -152,7 +159,7 @@ def _configuration(rules: list[dict[str, Any]], sinks: list[dict[str, Any]]) -> 
         )
     with right:
         st.dataframe(
-            pd.DataFrame([{"sink": s["name"], "type": s["type"]} for s in sinks]),
+            visible_frame(pd.DataFrame([{"sink": s["name"], "type": s["type"]} for s in sinks])),
             hide_index=True,
             width="stretch",
         )

@@ -11,19 +11,23 @@ import altair as alt
 import streamlit as st
 
 from ctxledger.verdicts import LOSING_VERDICTS, VERDICT_MEANINGS
-from ctxledger_dashboard import charts, incident_tables
+from ctxledger_dashboard import charts, incident_tables, timeline_fit
+from ctxledger_dashboard.docs_links import remedy_link
 from ctxledger_dashboard.markdown_text import code
-from ctxledger_dashboard.page_kit import TIME_RANGES, empty_state, fetch, live
+from ctxledger_dashboard.page_kit import TIME_RANGES, empty_state, fetch, live, when
 from ctxledger_dashboard.url_state import DEFAULT_RANGE, RANGES, synced, to_url
 from ctxledger_dashboard.verdict_style import (
     LAYER_OF_STAGE,
     VERDICTS,
     ordered,
 )
+from ctxledger_dashboard.visible_text import visible
 
 PAGE_SIZE = 20
 ANY = "any"
 BUCKETS = 48
+#: Each narrowing shrinks the range at least fourfold: a few are enough for 30 days → 1 s.
+MAX_NARROWINGS = 6
 
 
 def _window(code: str) -> tuple[float | None, float | None]:
@@ -59,7 +63,9 @@ def _filters() -> dict[str, Any]:
     tools = _names("tool", since)
 
     def losing_label(counts: dict[str, int]) -> Any:
-        return lambda name: f"{name} · {counts[name]:,} lost" if counts.get(name) else name
+        return lambda name: (
+            f"{visible(name)} · {counts[name]:,} lost" if counts.get(name) else visible(name)
+        )
 
     agent = columns[1].selectbox(
         "Agent",
@@ -132,16 +138,20 @@ def _headline(totals: dict[str, int], results: dict[str, int]) -> None:
         "each result counted once, where it was first lost.",
         border=True,
     )
+    unknown = results["result_tokens_unknown"]
+    tokens = f"{results['result_lost_tokens']:,}"
     columns[3].metric(
         "Lost tokens",
-        f"{results['result_lost_tokens']:,}",
-        help=f"Tokens the lost results lost ({LOSING_WORDS}), each result counted once.",
+        f"{tokens} + {unknown:,} unknown" if unknown else tokens,
+        help=f"Tokens the lost results lost ({LOSING_WORDS}), each result counted once. A "
+        "result whose stages counted tokens with different encodings lost an unknown number: "
+        "the total leaves it out and says how many.",
         border=True,
     )
 
 
 def _result_totals(rows: list[dict[str, Any]]) -> dict[str, int]:
-    names = ("lost_results", "result_lost_items", "result_lost_tokens")
+    names = ("lost_results", "result_lost_items", "result_lost_tokens", "result_tokens_unknown")
     return {name: sum(row[name] for row in rows) for name in names}
 
 
@@ -157,7 +167,8 @@ def _look_first(tool_rows: list[dict[str, Any]], f: dict[str, Any]) -> None:
         stage = profile["by_stage"][0]
         step = f"{stage['from_stage']} → {stage['stage']}" if stage["from_stage"] else "the request"
         layer = LAYER_OF_STAGE.get(stage["stage"], f"the code behind {code(stage['stage'])}")
-        where = f" Most losses happen at **{step}**: look at **{layer}**."
+        remedy = remedy_link(stage["stage"])
+        where = f" Most losses happen at **{step}**: look at **{layer}** ([remedy →]({remedy}))."
     losing = ", ".join(f"{n:,} {v}" for v, n in ordered(worst["verdicts"]) if v in LOSING_VERDICTS)
     results = worst["lost_results"]
     st.error(
@@ -169,25 +180,45 @@ def _look_first(tool_rows: list[dict[str, Any]], f: dict[str, Any]) -> None:
     )
 
 
-def _timeline(f: dict[str, Any], timeline: dict[str, Any]) -> None:
+def _fitted(scope: dict[str, Any], timeline: dict[str, Any]) -> dict[str, Any]:
+    """The timeline over the span of its data, narrowed while the data fills less than a
+    quarter of the range (a 24-hour range of a fresh install: a few minutes)."""
+    for _ in range(MAX_NARROWINGS):
+        narrower = timeline_fit.narrower_range(timeline, BUCKETS)
+        if narrower is None:
+            break
+        since, until, buckets = narrower
+        timeline = fetch("timeline", buckets=buckets, **{**scope, "since": since, "until": until})
+    return timeline
+
+
+def _timeline(f: dict[str, Any], scope: dict[str, Any], whole: dict[str, Any]) -> None:
     st.subheader("Journeys by verdict over time")
+    timeline = _fitted(scope, whole)
     width = timeline["bucket_seconds"]
     # Each bar spans its whole bucket (start → end), so the gaps in time are visible.
     points = [{**point, "end": (point["start"] + width) * 1000} for point in timeline["points"]]
-    x = alt.X("time:T", title=None)
-    if f["since"] is not None:
-        x = alt.X(
-            "time:T", title=None, scale=alt.Scale(domain=[f["since"] * 1000, f["until"] * 1000])
-        )
+    # Bars under a minute get seconds on the axis (Vega would label them in milliseconds).
+    axis = alt.Axis(format="%H:%M:%S") if width and width < 60 else alt.Axis()
+    x = alt.X("time:T", title=None, axis=axis)
+    if timeline["since"] is not None and timeline["until"] is not None:
+        domain = [timeline["since"] * 1000, timeline["until"] * 1000]
+        x = alt.X("time:T", title=None, axis=axis, scale=alt.Scale(domain=domain))
     chart = (
         charts.verdict_timeline(points, width)
         .transform_calculate(end_time="toDate(datum.end)")
         .encode(x=x, x2="end_time:T")
     )
     st.altair_chart(chart, width="stretch")
-    if timeline["bucket_seconds"]:
-        bar = incident_tables.duration(timeline["bucket_seconds"])
-        st.caption(f"One bar per {bar}, by last observation.")
+    if width:
+        bar = timeline_fit.duration(width)
+        span = (
+            f", {when(timeline['since'])} → {when(timeline['until'])}: the span of the data "
+            f"({RANGES[f['range']].lower()})"
+            if timeline is not whole
+            else ""
+        )
+        st.caption(f"One bar per {bar}, by last observation{span}.")
 
 
 def render() -> None:
@@ -216,7 +247,7 @@ def render() -> None:
     agent_rows = fetch("breakdown", "agent", limit=500, **scope)["rows"]
     _headline(totals, _result_totals(agent_rows))
     _look_first(tool_rows, f)
-    _timeline(f, timeline)
+    _timeline(f, scope, timeline)
     incident_tables.runs(f, totals)
     st.subheader("Who loses most")
     st.caption(f"Most lost results ({LOSING_WORDS}, each counted once) first, then by lost items.")

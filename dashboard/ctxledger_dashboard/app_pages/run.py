@@ -11,21 +11,24 @@ import streamlit as st
 from ctxledger import semconv as sc
 from ctxledger.verdicts import VERDICT_MEANINGS, VERDICT_SEVERITY
 from ctxledger_dashboard import charts
-from ctxledger_dashboard.incident_tables import styled
+from ctxledger_dashboard.incident_tables import RUN_COLUMNS, styled
+from ctxledger_dashboard.journey_parts import journey_title, result_vanished, stage_table
 from ctxledger_dashboard.markdown_text import code, plain
 from ctxledger_dashboard.page_kit import (
+    TRACE_ID_WIDTH,
     absolute,
-    count,
     cursor_page,
     empty_state,
     fetch,
     live,
+    plural,
     run_link,
     to_newer_page,
     to_older_page,
     when,
 )
 from ctxledger_dashboard.verdict_style import badge, ordered
+from ctxledger_dashboard.visible_text import visible
 
 PAGE_SIZE = 50
 TRACE_ID = re.compile(r"[0-9a-f]{32}")
@@ -64,13 +67,14 @@ def _choose_run() -> str | None:
             "lost results": st.column_config.NumberColumn(format="localized"),
             "journeys": st.column_config.NumberColumn(format="localized"),
             "run": st.column_config.LinkColumn(
-                "run (trace id)", display_text=r"trace_id=([0-9a-f]+)", width="medium"
+                "run (trace id)", display_text=r"trace_id=([0-9a-f]+)", width=TRACE_ID_WIDTH
             ),
         },
+        column_order=RUN_COLUMNS,
     )
     labels = {
-        f"{r['agent_name'] or '?'} · {when(r['last_seen'])} · worst: {r['worst_verdict']} · "
-        f"{r['trace_id']}": r["trace_id"]
+        f"{visible(r['agent_name'] or '?')} · {when(r['last_seen'])} · "
+        f"worst: {r['worst_verdict']} · {r['trace_id']}": r["trace_id"]
         for r in listing["runs"]
     }
     choice = st.selectbox("Or pick a run", list(labels), index=None, placeholder="recent runs…")
@@ -85,54 +89,12 @@ def _choose_run() -> str | None:
     return labels[choice] if choice else None
 
 
-def _journey_title(journey: dict[str, Any]) -> str:
-    stages = journey["stages"]
-    first_items = next((s["items"] for s in stages if s["items"] is not None), None)
-    lost = ""
-    if journey["lost_items"]:
-        of = f" of {first_items:,}" if first_items is not None else ""
-        lost = f" — lost {journey['lost_items']:,}{of} items"
-    elif journey["lost_tokens"]:
-        lost = f" — lost {journey['lost_tokens']:,} tokens"
-    tool = code(journey["tool_name"]) if journey["tool_name"] is not None else "?"
-    return f"{tool} · {code(journey['tool_call_id'])}{lost}"
-
-
-def _yes_no(value: bool | None) -> str:
-    return "—" if value is None else ("yes" if value else "no")
-
-
-def _stage_table(stages: list[dict[str, Any]]) -> None:
-    """The stages, every cell text: counts with thousands separators, "—" where a stage
-    did not measure it."""
-    st.dataframe(
-        [
-            {
-                "stage": s["stage"],
-                "items": count(s["items"]),
-                "chars": count(s["chars"]),
-                "tokens": count(s["tokens"]),
-                "tokenizer": s["tokenizer"] + (" (estimated)" if s["tokens_estimated"] else "")
-                if s["tokenizer"]
-                else "—",
-                "JSON": _yes_no(s["json_valid"]),
-                "declared": s["strategy"] or ("yes" if s["declared"] else ""),
-                "marker": ", ".join(s["markers_found"]) or ("yes" if s["marker"] else ""),
-                "ref": s["ref"] or "",
-            }
-            for s in stages
-        ],
-        hide_index=True,
-        width="stretch",
-    )
-
-
 def _journey(journey: dict[str, Any], focused: bool) -> None:
     verdict = journey["verdict"]
     with st.container(border=True):
         st.markdown(
-            f"{badge(verdict)} {_journey_title(journey)}"
-            + (" :material/arrow_back: *linked*" if focused else "")
+            f"{badge(verdict)} {journey_title(journey)}"
+            + (" · :material/my_location: *the journey your link points to*" if focused else "")
         )
         st.caption(VERDICT_MEANINGS.get(verdict, ""))
         if journey.get("first_lost"):
@@ -145,21 +107,23 @@ def _journey(journey: dict[str, Any], focused: bool) -> None:
                 f":material/history: **Still missing** in step {journey['step']}: first lost "
                 f"{at} ([open →]({target})). The same loss again, counted once."
             )
-        where = f" · where: {journey['layer']}" if journey.get("layer") else ""
-        st.caption(f"evidence: {journey.get('source', sc.SOURCE_CTXLEDGER)}{where}")
+        where = f" · where: {plain(journey['layer'])}" if journey.get("layer") else ""
+        st.caption(f"evidence: {plain(journey.get('source', sc.SOURCE_CTXLEDGER))}{where}")
         if not journey["settled"]:
             st.caption(
                 ":material/hourglass_top: waiting for later stages (not judged incomplete yet)"
             )
         if journey["stages"]:
             left, right = st.columns(2)
+            missing = result_vanished(journey)
             for column, measure in ((left, "items"), (right, "tokens")):
-                chart = charts.stage_funnel(journey["stages"], verdict, measure)
+                chart = charts.stage_funnel(journey["stages"], verdict, measure, missing)
                 if chart is not None:
                     column.altair_chart(chart, width="stretch")
         if journey["lost_item_ids"]:
-            st.markdown(f"**Lost item ids ({len(journey['lost_item_ids'])}):**")
-            st.code(", ".join(journey["lost_item_ids"]), language=None, wrap_lines=True)
+            st.markdown(f"**Lost item ids ({len(journey['lost_item_ids']):,}):**")
+            ids = ", ".join(journey["lost_item_ids"])
+            st.code(visible(ids), language=None, wrap_lines=True)
         if journey["lost_fields"]:
             st.markdown(
                 "**Fields dropped from every item:** "
@@ -175,7 +139,7 @@ def _journey(journey: dict[str, Any], focused: bool) -> None:
         for note in journey["notes"]:
             st.markdown(f"- {plain(note)}")
         if journey["stages"]:
-            _stage_table(journey["stages"])
+            stage_table(journey["stages"])
 
 
 def _manifest(manifest: dict[str, Any]) -> None:
@@ -183,8 +147,8 @@ def _manifest(manifest: dict[str, Any]) -> None:
     tokens = manifest["tokens"]
     st.markdown(
         f"**Request** {code(manifest['request_id'])} · model {code(manifest['model'] or '?')} · "
-        f"{len(manifest['tool_call_ids'])} tool results, "
-        f"{len(manifest['tool_calls'] or [])} tool calls"
+        f"{plural(len(manifest['tool_call_ids']), 'tool result')}, "
+        f"{plural(len(manifest['tool_calls'] or []), 'tool call')}"
     )
     if tokens is not None and window:
         used = manifest["window_used"] or 0.0
@@ -214,7 +178,8 @@ def _manifest(manifest: dict[str, Any]) -> None:
         )
     if manifest["sdk_dropped_spans"]:
         st.warning(
-            f"The SDK had dropped {manifest['sdk_dropped_spans']} measurements by this request: "
+            f"The SDK had dropped {plural(manifest['sdk_dropped_spans'], 'measurement')} by "
+            "this request: "
             "this run may be missing data.",
             icon=":material/warning:",
         )

@@ -11,16 +11,26 @@ from urllib.parse import urlencode
 import pandas as pd
 import streamlit as st
 
-from ctxledger import semconv as sc
 from ctxledger.verdicts import LOSING_VERDICTS, VERDICT_MEANINGS
 from ctxledger_dashboard import charts
-from ctxledger_dashboard.incident_tables import link_step, loss_note
+from ctxledger_dashboard.docs_links import remedy_link
 from ctxledger_dashboard.markdown_text import code as inline_code
-from ctxledger_dashboard.page_kit import TIME_RANGES, empty_state, fetch, live, run_link
+from ctxledger_dashboard.page_kit import (
+    TIME_RANGES,
+    empty_state,
+    fetch,
+    live,
+)
+from ctxledger_dashboard.tool_losses import recent_losses
 from ctxledger_dashboard.url_state import DEFAULT_RANGE, RANGES, synced, to_url
-from ctxledger_dashboard.verdict_style import COLORS, LAYER_OF_STAGE, badge, ordered
+from ctxledger_dashboard.verdict_style import LAYER_OF_STAGE, badge, ordered
+from ctxledger_dashboard.visible_text import visible, visible_frame
 
 RECENT = 50
+FIRST_LOST_HELP = (
+    "tool results first lost here, each counted once: a result re-sent still missing in "
+    "later requests is not counted again (the Verdicts chart counts those journeys)"
+)
 
 
 def _since(code: str) -> float | None:
@@ -45,7 +55,7 @@ def _choose(since: float | None) -> tuple[str | None, dict[str, int]]:
         synced("tool", list(losing), None),
         index=None,
         placeholder="choose a tool (most lost results first)",
-        format_func=lambda n: f"{n} · {losing[n]:,} lost" if losing.get(n) else n,
+        format_func=lambda n: f"{visible(n)} · {losing[n]:,} lost" if losing.get(n) else visible(n),
         key="filter_tool",
     )
     to_url("tool", tool)
@@ -90,10 +100,12 @@ def _fix_here(by_stage: list[dict[str, Any]]) -> None:
         st.success("No stage lost anything in this window.", icon=":material/check_circle:")
         return
     top = by_stage[0]
-    verdicts = ", ".join(f"{n} {v}" for v, n in ordered(top["verdicts"]))
+    verdicts = ", ".join(f"{n:,} {v}" for v, n in ordered(top["verdicts"]))
     message = (
-        f"**Fix at: {_layer(top['stage'])}.** Most losses ({verdicts}) happen at "
-        f"{inline_code(_where(top))}: {top['lost_items']:,} items, {top['lost_tokens']:,} tokens."
+        f"**Fix at: [{_layer(top['stage'])}]({remedy_link(top['stage'])}).** Most lost "
+        f"results ({verdicts}) were first lost at {inline_code(_where(top))}: "
+        f"{top['lost_items']:,} items, {top['lost_tokens']:,} tokens. The link opens the "
+        "remedy in docs/remedies.md."
     )
     worst = ordered(top["verdicts"])[0][0]
     (st.error if worst in LOSING_VERDICTS else st.warning)(message, icon=":material/build:")
@@ -101,24 +113,29 @@ def _fix_here(by_stage: list[dict[str, Any]]) -> None:
 
 def _stage_table(by_stage: list[dict[str, Any]]) -> None:
     st.dataframe(
-        pd.DataFrame(
-            [
-                {
-                    "where": _where(stage),
-                    "layer to fix": _layer(stage["stage"]),
-                    "journeys": stage["losses"],
-                    "verdicts": " · ".join(f"{v} {n}" for v, n in ordered(stage["verdicts"])),
-                    "lost items": stage["lost_items"],
-                    "lost tokens": stage["lost_tokens"],
-                }
-                for stage in by_stage
-            ]
+        visible_frame(
+            pd.DataFrame(
+                [
+                    {
+                        "where": _where(stage),
+                        "layer to fix": _layer(stage["stage"]),
+                        "lost results": stage["losses"],
+                        "verdicts": " · ".join(f"{v} {n:,}" for v, n in ordered(stage["verdicts"])),
+                        "lost items": stage["lost_items"],
+                        "lost tokens": stage["lost_tokens"],
+                    }
+                    for stage in by_stage
+                ]
+            )
         ),
         hide_index=True,
         width="stretch",
         column_config={
-            name: st.column_config.NumberColumn(format="localized")
-            for name in ("journeys", "lost items", "lost tokens")
+            "lost results": st.column_config.NumberColumn(format="localized", help=FIRST_LOST_HELP),
+            **{
+                name: st.column_config.NumberColumn(format="localized")
+                for name in ("lost items", "lost tokens")
+            },
         },
     )
 
@@ -138,81 +155,10 @@ def _agents(profile: dict[str, Any], range_code: str) -> None:
         ]
     )
     st.dataframe(
-        data,
+        visible_frame(data),
         hide_index=True,
         width="stretch",
         column_config={"open": st.column_config.LinkColumn("", display_text="incidents →")},
-    )
-
-
-def _what_was_lost(report: dict[str, Any]) -> str:
-    for transition in report["transitions"]:
-        if transition["verdict"] != sc.VERDICT_INTACT:
-            reasons = "; ".join(transition["reasons"])
-            return f"{transition['from_stage']} → {transition['to_stage']}: {reasons}"
-    return "; ".join(report["notes"])
-
-
-def _lost_ids(ids: list[str]) -> str:
-    shown = ", ".join(ids[:4])
-    return f"{shown}, … ({len(ids)})" if len(ids) > 4 else shown
-
-
-def _recent(reports: list[dict[str, Any]]) -> None:
-    st.subheader("Recent losses")
-    st.caption("Every journey of this tool that was not intact, newest first.")
-    if not reports:
-        st.success("No losses in this window.", icon=":material/check_circle:")
-        return
-    data = pd.DataFrame(
-        [
-            {
-                "verdict": r["verdict"],
-                "seen": pd.Timestamp(r["last_observed_at"], unit="s", tz="UTC"),
-                "agent": r["agent_name"] or "?",
-                "loss": loss_note(r),
-                "lost items": r["lost_items"],
-                "lost tokens": r["lost_tokens"],
-                "what was lost": _what_was_lost(r),
-                "lost ids": _lost_ids(r["lost_item_ids"]),
-                "journey": run_link(r["trace_id"], link_step(r), r["tool_call_id"]),
-                "step link": run_link(r["trace_id"], r["step"]) if r["step"] is not None else "",
-                "run (trace id)": run_link(r["trace_id"]),
-            }
-            for r in reports
-        ]
-    )
-    st.dataframe(
-        data.style.map(
-            lambda v: f"color: {COLORS[v]}; font-weight: 600" if v in COLORS else "",
-            subset=["verdict"],
-        ),
-        hide_index=True,
-        width="stretch",
-        column_config={
-            "seen": st.column_config.DatetimeColumn(format="distance"),
-            "lost items": st.column_config.NumberColumn(format="localized"),
-            "lost tokens": st.column_config.NumberColumn(format="localized"),
-            "journey": st.column_config.LinkColumn(
-                display_text="open →", help="where the result was first lost"
-            ),
-            "step link": st.column_config.LinkColumn("step", display_text=r"step=(\d+)"),
-            "run (trace id)": st.column_config.LinkColumn(display_text=r"trace_id=([0-9a-f]+)"),
-            "what was lost": st.column_config.TextColumn(width="large"),
-        },
-        column_order=[
-            "verdict",
-            "seen",
-            "agent",
-            "loss",
-            "lost items",
-            "lost tokens",
-            "journey",
-            "step link",
-            "run (trace id)",
-            "lost ids",
-            "what was lost",
-        ],
     )
 
 
@@ -260,11 +206,18 @@ def render() -> None:
     left, right = st.columns([1, 2], gap="large")
     with left:
         st.subheader("Verdicts")
+        st.caption(
+            "Journeys by verdict: a result re-sent in later requests is one journey per request."
+        )
         chart = charts.verdict_distribution(profile["verdicts"])
         if chart is not None:
             st.altair_chart(chart, width="stretch")
     with right:
         st.subheader("Where it loses")
+        st.caption(
+            "Lost results by where they were first lost, each counted once (its re-sends "
+            "still missing are not counted again)."
+        )
         chart = charts.stage_losses(profile["by_stage"], LAYER_OF_STAGE)
         if chart is not None:
             st.altair_chart(chart, width="stretch")
@@ -273,7 +226,7 @@ def render() -> None:
     if profile["by_stage"]:
         st.markdown("**Each stage, and the layer to fix**")
         _stage_table(profile["by_stage"])
-    _recent(profile["recent_losses"])
+    recent_losses(profile["recent_losses"])
     _agents(profile, code)
 
 

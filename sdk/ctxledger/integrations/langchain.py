@@ -1,4 +1,4 @@
-"""LangChain and LangGraph (``pip install 'ctxledger[langchain]'``).
+"""LangChain and LangGraph (the ``[langchain]`` extra).
 
 :class:`CtxledgerCallbackHandler` measures each tool result twice:
 

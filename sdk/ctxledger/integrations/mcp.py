@@ -1,4 +1,4 @@
-"""MCP clients (``pip install 'ctxledger[mcp]'``).
+"""MCP clients (the ``[mcp]`` extra).
 
 :func:`instrument_session` hooks an ``mcp.ClientSession``: every ``call_tool`` result is
 measured as ``original``, exactly as the MCP server returned it, before the client

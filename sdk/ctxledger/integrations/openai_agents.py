@@ -1,4 +1,4 @@
-"""The OpenAI Agents SDK (``pip install 'ctxledger[openai-agents]'``).
+"""The OpenAI Agents SDK (the ``[openai-agents]`` extra).
 
 :class:`CtxledgerTracingProcessor` reads the SDK's own trace spans:
 

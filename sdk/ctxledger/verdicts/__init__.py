@@ -20,17 +20,22 @@ from ctxledger.verdicts.results import first_losses, sent_order
 from ctxledger.verdicts.transitions import compare
 from ctxledger.verdicts.vocabulary import (
     ALERT_SEVERITIES,
+    LAYERS,
     LOSING_VERDICTS,
+    OTHER_LAYER,
     STAGE_EMERGENCY_TRIM_ORDER,
     VERDICT_MEANINGS,
     VERDICT_SEVERITY,
     VERDICTS,
     AlertSeverity,
+    layer_name,
 )
 
 __all__ = [
     "ALERT_SEVERITIES",
+    "LAYERS",
     "LOSING_VERDICTS",
+    "OTHER_LAYER",
     "STAGE_EMERGENCY_TRIM_ORDER",
     "VERDICTS",
     "VERDICT_MEANINGS",
@@ -44,6 +49,7 @@ __all__ = [
     "compare",
     "first_losses",
     "judge_trace",
+    "layer_name",
     "preferred_copy",
     "preferred_copy_key",
     "sent_order",

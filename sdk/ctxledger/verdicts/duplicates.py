@@ -18,7 +18,7 @@ import hashlib
 import marshal
 from collections.abc import Sequence
 from operator import attrgetter
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from ctxledger.verdicts.model import Manifest, Measurement
 
@@ -65,12 +65,25 @@ _FIELDS = {
 _MARSHAL_VERSION = 0
 
 
-def content_digest(copy: Measurement | Manifest) -> int:
-    """A signed 64-bit digest of everything the copy says: its fields (every one a
-    string, number, bool, None or tuple), serialized by value with ``marshal``. Equal
-    copies give equal digests however they were decoded."""
+def content_digest(copy: Measurement | Manifest, outside: str | None = None) -> int:
+    """A signed 64-bit digest of everything the copy says, equal for equal copies however
+    they were decoded. Its high 32 bits digest the fields (every one a string, number,
+    bool, None or tuple, serialized by value with ``marshal``); its low 32 bits digest
+    what a store keeps of the copy beyond them (``outside``: the attributes outside the
+    contract, as stored text). Copies that differ in the contract so order alike whether
+    or not the orderer sees what lies outside it (the SDK's ledger does not), and copies
+    that differ only outside it still have one winner."""
     fields = _FIELDS[type(copy)](copy)
-    return _signed(hashlib.blake2b(marshal.dumps(fields, _MARSHAL_VERSION), digest_size=8).digest())
+    inside = _half_digest(fields)
+    return _signed(inside + (_NOTHING_OUTSIDE if outside is None else _half_digest(outside)))
+
+
+def _half_digest(value: Any) -> bytes:
+    return hashlib.blake2b(marshal.dumps(value, _MARSHAL_VERSION), digest_size=4).digest()
+
+
+#: The low half of a copy with nothing outside the contract (most of them), made once.
+_NOTHING_OUTSIDE: bytes = _half_digest(None)
 
 
 def _signed(digest: bytes) -> int:

@@ -6,7 +6,8 @@ so the cost of a batch follows the batch, not the length of the run. What it rea
 asked through :class:`TraceState`, one batched question per kind; the collector answers
 from its database, :class:`~ctxledger.verdicts.memory_state.MemoryTraceState` from memory.
 
-Which journeys a batch can change, by the rules of :mod:`~ctxledger.verdicts.journeys`:
+Which journeys a batch can change, by the rules of :mod:`~ctxledger.verdicts.journeys` and
+:mod:`~ctxledger.verdicts.call_origins`:
 
 * a stage measured in request R: the journey (call, R);
 * a stage measured before any request: every journey of its call (its stages lead every
@@ -16,6 +17,8 @@ Which journeys a batch can change, by the rules of :mod:`~ctxledger.verdicts.jou
   call's origin); and, when R stands at position p of conversation k, the calls whose
   origin lies in k at a position in [the position of the last manifest of k below p, p):
   R may now be the request that follows them;
+* a manifest whose input the telemetry did not show (``unseen``), or that replaced one:
+  the journey without a request of every call of its trace that has one;
 * a manifest that replaced a different stored copy: everything the old copy bore on.
 
 Reports already stored stand for what earlier batches decided: a call has a report in
@@ -26,19 +29,15 @@ whole set; a property test holds the two together.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ctxledger.verdicts.journeys import (
-    CallEvidence,
-    CallJudgment,
-    Origin,
-    call_origin,
-    issuer_origin,
-    judge_call,
-)
+from ctxledger.verdicts.call_origins import Origin, call_origin, issuer_origin
+from ctxledger.verdicts.evidence_gaps import unseen, waits_for_unseen
+from ctxledger.verdicts.journeys import CallEvidence, CallJudgment, judge_call
 from ctxledger.verdicts.model import Manifest, Measurement, Tolerances
 
 #: (trace id, tool call id)
@@ -90,7 +89,7 @@ class TraceState(Protocol):
         ...
 
     def calls_issued(self, ranges: Collection[PositionRange]) -> set[CallKey]:
-        """Calls whose origin (:func:`~ctxledger.verdicts.journeys.call_origin`) lies in the
+        """Calls whose origin (:func:`~ctxledger.verdicts.call_origins.call_origin`) lies in the
         range's conversation at a position in [low, high); a low of None has no bound."""
         ...
 
@@ -100,6 +99,15 @@ class TraceState(Protocol):
 
     def judged_calls(self, requests: Collection[RequestKey]) -> Mapping[RequestKey, set[str]]:
         """The calls with a stored report in each request."""
+        ...
+
+    def calls_without_request(self, traces: Collection[str]) -> set[CallKey]:
+        """The calls of these traces with a stored journey without a request."""
+        ...
+
+    def unseen_requests(self, traces: Collection[str]) -> Mapping[str, Manifest]:
+        """Per trace: its unseen request of lowest id
+        (:func:`~ctxledger.verdicts.evidence_gaps.first_unseen`), where it has one."""
         ...
 
 
@@ -148,6 +156,7 @@ def plan_rejudging(
     requests = {(man.trace_id, man.request_id) for man in batch_manifests}
     judged_in = state.judged_calls(requests) if requests else {}
     positions: set[PositionKey] = set()
+    blind_traces: set[str] = set()
     for man in batch_manifests:
         key = (man.trace_id, man.request_id)
         for call_id in (*man.tool_call_ids, *(man.tool_calls or ()), *judged_in.get(key, ())):
@@ -157,6 +166,8 @@ def plan_rejudging(
         if origin is not None:
             positions.add((man.trace_id, *origin))
         old = (replaced or {}).get(key)
+        if unseen(man) or (old is not None and unseen(old)):
+            blind_traces.add(man.trace_id)
         if old is not None and _bore_on(old, man):
             plan.whole.update((man.trace_id, c) for c in judged_in.get(key, ()))
             for call_id in (*old.tool_call_ids, *(old.tool_calls or ()), *(old.issued_calls or ())):
@@ -167,6 +178,8 @@ def plan_rejudging(
     if positions:
         below = state.position_below(positions)
         plan.whole |= state.calls_issued([(t, k, below.get((t, k, p)), p) for t, k, p in positions])
+    if blind_traces:
+        plan.whole |= state.calls_without_request(blind_traces)
     return plan
 
 
@@ -213,11 +226,11 @@ def rejudge(
     stages = state.request_stages(journeys)
     manifests = state.manifests({(t, r) for t, _, r in journeys})
 
-    judgments: list[CallJudgment] = []
+    evidences: dict[CallKey, CallEvidence] = {}
     for call in sorted(calls):
         trace_id, call_id = call
         requests = candidates[call]
-        evidence = CallEvidence(
+        evidences[call] = CallEvidence(
             call_id=call_id,
             before=before.get(call, ()),
             in_request={
@@ -228,11 +241,25 @@ def rejudge(
             manifests={r: manifests[(trace_id, r)] for r in requests if (trace_id, r) in manifests},
             following=following[call],
         )
+    # Only a call judged whole without any journey in a request may wait on an unseen one.
+    waiting = {
+        call
+        for call, evidence in evidences.items()
+        if call in plan.whole
+        and waits_for_unseen(evidence.before)
+        and not any(evidence.has_journey(r) for r in candidates[call])
+    }
+    blind = state.unseen_requests({t for t, _ in waiting}) if waiting else {}
+    judgments: list[CallJudgment] = []
+    for call, evidence in evidences.items():
+        trace_id = call[0]
+        if call in waiting and trace_id in blind:
+            evidence = dataclasses.replace(evidence, unseen=blind[trace_id])
         judgments.append(
             judge_call(
                 trace_id,
                 evidence,
-                requests,
+                candidates[call],
                 complete=call in plan.whole,
                 tolerances=tolerances,
                 now=now,

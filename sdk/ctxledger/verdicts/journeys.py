@@ -7,11 +7,13 @@ when R's manifest lists its result or its call, or when R is the request that *f
 the call (the result should be there). A call with none of these has one journey without
 a request.
 
-The request that follows a call is found from the call's *origin*: the conversation and
-position of the request whose response issued it (manifests that list it in
-``issued_calls``), else the lowest step of its own stages in the run's default
-conversation. The requests that follow are those of the origin's conversation at the
-first position after it; a request's position is its ``sequence``, else its step.
+Which requests follow a call, and where it was issued, is worked out in
+:mod:`~ctxledger.verdicts.call_origins`; this module judges the journeys from that.
+
+A request whose input the telemetry did not show at all (content capture off, content
+hidden or stored elsewhere: :func:`~ctxledger.verdicts.evidence_gaps.unseen`) may carry
+any call's result: a derived call with no journey in a request is then ``unauditable`` at
+once, not waited for.
 
 :func:`judge_call` is what both :func:`~ctxledger.verdicts.judge_trace` (everything at
 once) and :mod:`~ctxledger.verdicts.incremental` (only what a batch can change) call, so
@@ -25,6 +27,8 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ctxledger import semconv
+from ctxledger.verdicts.call_origins import Origin, mentions
+from ctxledger.verdicts.evidence_gaps import tokens_not_comparable, waits_for_unseen
 from ctxledger.verdicts.model import Manifest, Measurement, Report, Tolerances, Transition
 from ctxledger.verdicts.transitions import compare, loss_verdict
 from ctxledger.verdicts.vocabulary import (
@@ -33,9 +37,6 @@ from ctxledger.verdicts.vocabulary import (
     VERDICT_SEVERITY,
     loss_layer,
 )
-
-#: A call's origin: (conversation key, position) of where it was issued.
-Origin = tuple[str, int]
 
 
 def worst(verdicts: Iterable[str]) -> str:
@@ -49,7 +50,7 @@ class CallEvidence:
 
     ``manifests`` must hold the manifest of every request judged that has one;
     ``following`` is the set of requests that follow the call's origin
-    (:func:`requests_following`), whatever requests are judged.
+    (:func:`~ctxledger.verdicts.call_origins.requests_following`), whatever requests are judged.
     """
 
     call_id: str
@@ -57,6 +58,8 @@ class CallEvidence:
     in_request: Mapping[str, Sequence[Measurement]] = field(default_factory=dict)
     manifests: Mapping[str, Manifest] = field(default_factory=dict)
     following: frozenset[str] = frozenset()
+    #: A request of the trace whose input the telemetry did not show (``first_unseen``).
+    unseen: Manifest | None = None
 
     def stages(self, request_id: str | None) -> list[Measurement]:
         """The journey's stages in pipeline order: the call's own, then the request's."""
@@ -84,46 +87,6 @@ class CallJudgment:
     reports: tuple[Report, ...]
     considered: frozenset[str | None]
     origin: Origin | None = None
-
-
-def mentions(manifest: Manifest, call_id: str) -> bool:
-    return call_id in manifest.results or call_id in (manifest.calls or ())
-
-
-def call_step(before: Iterable[Measurement]) -> int | None:
-    """The step whose response issued the call, as its own stages say: the lowest step of
-    its stages measured before any request."""
-    return min((m.step for m in before if m.step is not None), default=None)
-
-
-def issuer_origin(manifest: Manifest) -> Origin | None:
-    """Where a request that issued calls stands (None when it has no position)."""
-    position = manifest.position
-    return None if position is None else (manifest.conversation_key, position)
-
-
-def call_origin(before: Iterable[Measurement], issuers: Iterable[Origin]) -> Origin | None:
-    """Where the call was issued: the earliest request whose response issued it, else the
-    lowest step of its own stages (in the default conversation)."""
-    earliest = min(issuers, key=lambda o: (o[1], o[0]), default=None)
-    if earliest is not None:
-        return earliest
-    step = call_step(before)
-    return None if step is None else ("", step)
-
-
-def requests_following(origin: Origin | None, manifests: Iterable[Manifest]) -> frozenset[str]:
-    """The requests of the origin's conversation at the first position after it."""
-    if origin is None:
-        return frozenset()
-    conversation, position = origin
-    later = [
-        (m.position, m.request_id)
-        for m in manifests
-        if m.conversation_key == conversation and m.position is not None and m.position > position
-    ]
-    first = min((p for p, _ in later), default=None)
-    return frozenset(r for p, r in later if p == first)
 
 
 def judge_call(
@@ -165,6 +128,7 @@ def judge_call(
             request_id in evidence.following,
             tolerances,
             now,
+            evidence.unseen if request_id is None and waits_for_unseen(evidence.before) else None,
         )
         for request_id in keys
     )
@@ -185,6 +149,7 @@ def _judge_journey(
     follows_call: bool,
     tol: Tolerances,
     now: float | None,
+    unseen_request: Manifest | None = None,
 ) -> Report:
     transitions = [compare(a, b, tol) for a, b in itertools.pairwise(stages)]
     # (verdict, layer) of each finding; the worst gives the report its verdict and layer.
@@ -207,12 +172,20 @@ def _judge_journey(
         if m.telemetry_cut:
             findings.append((semconv.VERDICT_UNAUDITABLE, LAYER_TELEMETRY))
             notes.append(f"stage {m.stage} is not auditable: {m.telemetry_cut}")
+        if m.received is not None and m.note:
+            notes.append(f"stage {m.stage}: {m.note}")
         if m.inferred:
             notes.append(
                 f"stage {m.stage}: the tool span carried no call id; it was matched to "
                 f"{call_id} by tool name, arguments and order within the trace (inferred)"
             )
 
+    if unseen_request is not None:
+        findings.append((semconv.VERDICT_UNAUDITABLE, LAYER_TELEMETRY))
+        notes.append(
+            f"request {unseen_request.request_id} is not auditable, and may have carried this "
+            f"result: {unseen_request.telemetry_cut}"
+        )
     if manifest is not None and manifest.telemetry_cut:
         findings.append((semconv.VERDICT_UNAUDITABLE, LAYER_TELEMETRY))
         notes.append(f"request {manifest.request_id} is not auditable: {manifest.telemetry_cut}")
@@ -224,6 +197,9 @@ def _judge_journey(
             notes.append(
                 f"request {manifest.request_id} carries tool call {call_id} without its result"
             )
+            if last is not None:  # the result vanished: all of it is lost, as when dropped
+                extra_lost_items, extra_lost_chars = last.items or 0, last.chars
+                extra_lost_tokens = last.tokens or 0
         elif has_result and manifest.tool_calls is not None and not has_call:
             findings.append((semconv.VERDICT_ORPHANED, LAYER_REQUEST))
             notes.append(
@@ -246,13 +222,17 @@ def _judge_journey(
     reached_model = any(m.order >= semconv.BUILTIN_STAGE_ORDER[semconv.STAGE_SENT] for m in stages)
     if manifest is not None and call_id in manifest.results:
         reached_model = True
-    if not reached_model and manifest is None and stages:
+    if not reached_model and manifest is None and stages and unseen_request is None:
         waited = None if now is None else now - max(m.observed_at for m in stages)
         if waited is not None and waited >= tol.incomplete_after_s:
             findings.append((semconv.VERDICT_INCOMPLETE, None))
             notes.append("later stages never arrived within the grace period")
         else:
             settled = False
+
+    unknown = tokens_not_comparable(stages, transitions)
+    if unknown is not None:
+        notes.append(f"lost tokens unknown: {unknown}")
 
     lost_ids: list[str] = []
     for t in transitions:
@@ -288,6 +268,7 @@ def _judge_journey(
         notes=tuple(notes),
         source="+".join(sorted(sources)) or semconv.SOURCE_CTXLEDGER,
         layer=layer if verdict != semconv.VERDICT_INTACT else None,
+        lost_tokens_unknown=unknown,
     )
 
 

@@ -11,15 +11,15 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 
-from ctxledger.verdicts.duplicates import preferred_copy
-from ctxledger.verdicts.journeys import (
-    CallEvidence,
+from ctxledger.verdicts.call_origins import (
     Origin,
     call_origin,
     issuer_origin,
-    judge_call,
     requests_following,
 )
+from ctxledger.verdicts.duplicates import preferred_copy
+from ctxledger.verdicts.evidence_gaps import first_unseen
+from ctxledger.verdicts.journeys import CallEvidence, judge_call
 from ctxledger.verdicts.model import Manifest, Measurement, Report, Tolerances
 
 _STAGE_KEY = tuple[str, str, str | None, str]
@@ -78,6 +78,11 @@ def judge_trace(
             if origin is not None:
                 issuers[call_id].append(origin)
 
+    by_trace: dict[str, list[Manifest]] = defaultdict(list)
+    for manifest in by_request.values():
+        by_trace[manifest.trace_id].append(manifest)
+    unseen = {trace_id: first_unseen(found) for trace_id, found in by_trace.items()}
+
     reports: list[Report] = []
     for call_id in sorted(trace_ids):
         if wanted is not None and call_id not in wanted:
@@ -91,6 +96,7 @@ def judge_trace(
             in_request=in_request[call_id],
             manifests={r: by_request[r] for r in requests if r in by_request},
             following=following,
+            unseen=unseen.get(trace_ids[call_id]),
         )
         judgment = judge_call(
             trace_ids[call_id],

@@ -8,7 +8,9 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
 
+from ctxledger.verdicts.call_origins import Origin, call_origin, issuer_origin
 from ctxledger.verdicts.duplicates import preferred_copy_key
+from ctxledger.verdicts.evidence_gaps import first_unseen
 from ctxledger.verdicts.incremental import (
     CallKey,
     JourneyKey,
@@ -19,7 +21,7 @@ from ctxledger.verdicts.incremental import (
     plan_sweep,
     rejudge,
 )
-from ctxledger.verdicts.journeys import CallJudgment, Origin, call_origin, issuer_origin
+from ctxledger.verdicts.journeys import CallJudgment
 from ctxledger.verdicts.model import Manifest, Measurement, Report, Tolerances
 
 _StageKey = tuple[str, str, str | None, str]
@@ -184,3 +186,11 @@ class MemoryTraceState:
             if request_id is not None and (trace_id, request_id) in wanted:
                 found[(trace_id, request_id)].add(call_id)
         return found
+
+    def calls_without_request(self, traces: Collection[str]) -> set[CallKey]:
+        wanted = set(traces)
+        return {(t, c) for t, c, r in self.reports if r is None and t in wanted}
+
+    def unseen_requests(self, traces: Collection[str]) -> Mapping[str, Manifest]:
+        found = {t: first_unseen(self._trace_manifests(t)) for t in traces}
+        return {t: m for t, m in found.items() if m is not None}

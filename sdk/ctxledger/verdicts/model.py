@@ -49,6 +49,17 @@ class Measurement:
     """Why the telemetry could not show this stage's text whole (None: it could)."""
     inferred: bool = False
     """The tool call id was inferred (the tool span carried none)."""
+    received: str | None = None
+    """At stage ``received`` only: what the model server's count says became of this
+    result (one outcome of :mod:`ctxledger.verdicts.received`). The server reports one
+    count for the whole request, so the stage states what the result lost instead of
+    measuring it; None everywhere else."""
+    lost_chars: int = 0
+    """With ``received``: the chars of the result the server did not read (estimated)."""
+    lost_tokens: int = 0
+    """With ``received``: the tokens of the result the server did not read."""
+    note: str | None = None
+    """With ``received``: why the stage gives no verdict, or what the rule assumed."""
 
     @property
     def sees_marker(self) -> bool:
@@ -59,6 +70,38 @@ class Measurement:
     def trusted(self) -> bool:
         """False when OTLP reported attributes of this span dropped in transit."""
         return self.dropped_attributes == 0
+
+
+@dataclass(frozen=True)
+class ReceivedRecord:
+    """What the model server says it read of one request: a ``received`` span.
+
+    Counts are kept as the span gave them (negative or absurd ones too): the rule, not
+    the reader, says why such a count gives no verdict. The segments are the request as
+    sent, in order: one per message, each tool-result block its own.
+    """
+
+    trace_id: str
+    request_id: str
+    input_tokens: int | None = None
+    counted_tokens: int | None = None
+    tokenizer: str | None = None
+    exact: bool = False
+    policy: str | None = None
+    declared: bool = False
+    marked: bool = False
+    segment_call_ids: tuple[str, ...] = ()
+    segment_tokens: tuple[int, ...] = ()
+    segment_chars: tuple[int, ...] = ()
+    segment_roles: tuple[str, ...] = ()
+    keep_tokens: int | None = None
+    cleared_call_ids: tuple[str, ...] = ()
+    unreported: str | None = None
+    step: int | None = None
+    agent_name: str | None = None
+    observed_at: float = 0.0
+    span_id: str | None = None
+    source: str = semconv.SOURCE_CTXLEDGER
 
 
 @dataclass(frozen=True)
@@ -171,6 +214,9 @@ class Report:
     ``+`` (sorted)."""
     layer: str | None = None
     """Where the worst finding sits in the pipeline (None when nothing was found)."""
+    lost_tokens_unknown: str | None = None
+    """Why the tokens lost are not known (stages counted with different encodings):
+    ``lost_tokens`` then holds only what could be compared, and says nothing."""
 
     @property
     def key(self) -> tuple[str, str, str | None]:

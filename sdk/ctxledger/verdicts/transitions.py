@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ctxledger import semconv
 from ctxledger.verdicts.model import Measurement, Tolerances, Transition
+from ctxledger.verdicts.received import KEPT, UNJUDGED, WHOLLY_LOST
 
 
 def _size_fell(before: int | None, after: int | None, ratio: float, floor: int) -> int:
@@ -15,8 +16,19 @@ def _size_fell(before: int | None, after: int | None, ratio: float, floor: int) 
     return fall if fall > max(floor, ratio * before) else 0
 
 
+def _chars_fell(prev: Measurement, cur: Measurement, lost: int) -> str:
+    """The reason for a fall in chars, with the two sizes it compares: the JSON content's
+    (whitespace and escaping left out) when both stages measured it, else the text's."""
+    if prev.canonical_chars is not None and cur.canonical_chars is not None:
+        sizes = f"{prev.canonical_chars:,} -> {cur.canonical_chars:,}"
+        return f"JSON chars fell by {lost:,} ({sizes}; whitespace and escaping not counted)"
+    return f"chars fell by {lost:,} ({prev.chars:,} -> {cur.chars:,})"
+
+
 def compare(prev: Measurement, cur: Measurement, tolerances: Tolerances) -> Transition:
     """What ``cur`` lost relative to ``prev``: the rules for one stage transition."""
+    if cur.received is not None:
+        return _server_read(prev, cur)
     same_content = (prev.canonical_sha256 and prev.canonical_sha256 == cur.canonical_sha256) or (
         prev.sha256 and prev.sha256 == cur.sha256
     )
@@ -32,14 +44,14 @@ def compare(prev: Measurement, cur: Measurement, tolerances: Tolerances) -> Tran
     lost_items = 0
     if prev.items is not None and cur.items is not None and cur.items < prev.items:
         lost_items = prev.items - cur.items
-        reasons.append(f"items {prev.items} -> {cur.items}")
+        reasons.append(f"items {prev.items:,} -> {cur.items:,}")
 
     lost_ids: tuple[str, ...] = ()
     if prev.item_ids is not None and cur.item_ids is not None and cur.ids_complete and cur.trusted:
         present = set(cur.item_ids)
         lost_ids = tuple(i for i in prev.item_ids if i not in present)
         if lost_ids:
-            reasons.append(f"{len(lost_ids)} item ids missing")
+            reasons.append(f"{len(lost_ids):,} item ids missing")
 
     lost_fields: tuple[str, ...] = ()
     fields_comparable = cur.fields is not None and cur.fields_complete and cur.trusted
@@ -71,15 +83,15 @@ def compare(prev: Measurement, cur: Measurement, tolerances: Tolerances) -> Tran
     if prev.json_valid and cur.json_valid is False:
         reasons.append("the JSON no longer parses")
     if lost_chars:
-        reasons.append(f"chars fell by {lost_chars}")
+        reasons.append(_chars_fell(prev, cur, lost_chars))
     if lost_tokens:
-        reasons.append(f"tokens fell by {lost_tokens}")
+        reasons.append(f"tokens fell by {lost_tokens:,} ({prev.tokens:,} -> {cur.tokens:,})")
 
     lost_priority = 0
     if prev.priority_items is not None and cur.priority_items is not None:
         lost_priority = max(0, prev.priority_items - cur.priority_items)
         if lost_priority:
-            reasons.append(f"{lost_priority} must-keep items lost")
+            reasons.append(f"{lost_priority:,} must-keep items lost")
 
     if not reasons:
         return Transition(prev.stage, cur.stage, semconv.VERDICT_INTACT)
@@ -101,6 +113,30 @@ def compare(prev: Measurement, cur: Measurement, tolerances: Tolerances) -> Tran
         lost_tokens=lost_tokens,
         lost_priority_items=lost_priority,
         reasons=tuple(reasons),
+    )
+
+
+def _server_read(prev: Measurement, cur: Measurement) -> Transition:
+    """The model server's stage states what the result lost (its count covers the whole
+    request, so the result's own size at the server is never measured)."""
+    if cur.received in (KEPT, UNJUDGED):
+        return Transition(prev.stage, cur.stage, semconv.VERDICT_INTACT)
+    whole = cur.received in WHOLLY_LOST
+    lost_chars, lost_tokens = cur.lost_chars, cur.lost_tokens
+    if whole:  # all of it: the earlier stage's own size says how much that was
+        lost_chars = prev.chars
+        if prev.tokens is not None and prev.tokenizer == cur.tokenizer:
+            lost_tokens = prev.tokens
+    told = cur.declared or cur.sees_marker
+    verdict = semconv.VERDICT_DROPPED if whole and not told else loss_verdict(cur)
+    reason = cur.note or "the model server did not read this result"
+    return Transition(
+        from_stage=prev.stage,
+        to_stage=cur.stage,
+        verdict=verdict,
+        lost_chars=lost_chars,
+        lost_tokens=lost_tokens,
+        reasons=(reason,),
     )
 
 

@@ -57,14 +57,44 @@ LOSS_LAYERS: Final[dict[tuple[str, str], str]] = {
     (semconv.STAGE_ORIGINAL, semconv.STAGE_LLM_INPUT): "between the tool and the request: the "
     "context manager or gateway",
 }
+#: Where a loss the model server's count shows sits (any transition into ``received``).
+LAYER_MODEL_SERVER: Final = (
+    "the model server: it read fewer tokens than were sent (its context window, input "
+    "truncation, or context editing)"
+)
 #: Where a request-level finding (dropped, orphaned) sits.
 LAYER_REQUEST: Final = "the request: the history the agent sent (context manager, history rebuild)"
 #: Where an unauditable journey's problem sits.
 LAYER_TELEMETRY: Final = "the telemetry: an attribute limit, evicted attributes or content off span"
 
 
+#: A short name for each layer a report can name, for filters, alert rules and metrics.
+LAYERS: Final[dict[str, str]] = {
+    "serialization": LOSS_LAYERS[(semconv.STAGE_ORIGINAL, semconv.STAGE_SERIALIZED)],
+    "context_assembly": LOSS_LAYERS[(semconv.STAGE_SERIALIZED, semconv.STAGE_ASSEMBLED)],
+    "wire": LOSS_LAYERS[(semconv.STAGE_ASSEMBLED, semconv.STAGE_SENT)],
+    "before_request": LOSS_LAYERS[(semconv.STAGE_ORIGINAL, semconv.STAGE_LLM_INPUT)],
+    "model_server": LAYER_MODEL_SERVER,
+    "request": LAYER_REQUEST,
+    "telemetry": LAYER_TELEMETRY,
+}
+#: The name of a layer no short name covers (a custom stage's transition).
+OTHER_LAYER: Final = "other"
+_LAYER_NAMES: Final = {sentence: name for name, sentence in LAYERS.items()}
+
+
+def layer_name(layer: str | None) -> str | None:
+    """The short name of a report's layer (None for none; ``other`` for one between
+    custom stages)."""
+    if layer is None:
+        return None
+    return _LAYER_NAMES.get(layer, OTHER_LAYER)
+
+
 def loss_layer(from_stage: str, to_stage: str) -> str:
     """Where a loss found between two stages sits in the pipeline."""
+    if to_stage == semconv.STAGE_RECEIVED:
+        return LAYER_MODEL_SERVER
     return LOSS_LAYERS.get((from_stage, to_stage), f"between stage {from_stage} and {to_stage}")
 
 

@@ -1,0 +1,296 @@
+"""Writing: idempotent upserts of a decoded batch, then re-judging the journeys the batch
+can change (:mod:`ctxledger.verdicts.incremental`), all in one transaction that commits
+before the exporter gets its answer. What a batch reads and writes follows the batch,
+not the length of its runs.
+
+Concurrency: on PostgreSQL each touched trace is locked with a transaction-scoped
+advisory lock (in sorted order), so two collector processes judging the same trace
+take turns and the second sees the first's rows. On SQLite writers queue on the
+database lock (``BEGIN IMMEDIATE``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import Connection, Engine
+from sqlalchemy.exc import StatementError
+from sqlalchemy.orm import Session
+
+from ctxledger.verdicts import Manifest, Measurement, Report, Tolerances
+from ctxledger.verdicts.incremental import plan_rejudging, plan_sweep, rejudge
+from ctxledger.verdicts.journeys import CallJudgment
+from ctxledger_collector.alerts.events import AlertContext, record_events
+from ctxledger_collector.decoded.batch import DecodedBatch
+from ctxledger_collector.decoded.rejection_codes import DATABASE_REFUSED, Rejection
+from ctxledger_collector.judge.call_records import write_issuers, write_origins
+from ctxledger_collector.judge.lost_results import mark_first_losses
+from ctxledger_collector.judge.tool_matching import match_tools
+from ctxledger_collector.judge.trace_state import SqlTraceState
+from ctxledger_collector.storage.database import is_storage_outage
+from ctxledger_collector.storage.journey_counts import COUNTED_COLUMNS, count_journeys
+from ctxledger_collector.storage.lookup_plans import plan_lookups_by_index
+from ctxledger_collector.storage.rows import (
+    MANIFEST_COLUMNS,
+    MANIFEST_COPY_KEY,
+    MANIFEST_KEY,
+    MEASUREMENT_COLUMNS,
+    MEASUREMENT_COPY_KEY,
+    MEASUREMENT_KEY,
+    REPORT_COLUMNS,
+    REPORT_KEY,
+    RunSighting,
+    manifest_row,
+    measurement_row,
+    preferred_copies,
+    preferred_rows,
+    report_row,
+    run_sightings,
+)
+from ctxledger_collector.storage.statements import Statements
+from ctxledger_collector.storage.stored_records import stored_form
+from ctxledger_collector.storage.string_lists import ListWriter
+from ctxledger_collector.storage.tables import MANIFESTS, MEASUREMENTS, REPORTS
+from ctxledger_collector.storage.trace_locks import lock_traces
+
+
+@dataclass(frozen=True)
+class VerdictChange:
+    """A journey whose verdict is new (``previous`` None) or changed."""
+
+    report: Report
+    previous: str | None
+    previous_lost_tokens: int
+
+
+@dataclass
+class IngestOutcome:
+    measurements: int = 0
+    manifests: int = 0
+    reports: list[Report] = field(default_factory=list)
+    changes: list[VerdictChange] = field(default_factory=list)
+    alert_events: int = 0
+    #: Journeys (trace, call, request key) losing, but not where their result was first
+    #: lost: the result still missing, which alerts only once, at its first lost journey.
+    still_missing: set[tuple[str, str, str]] = field(default_factory=set)
+
+
+def _record_of(single: DecodedBatch) -> Measurement | Manifest:
+    """The one record of a batch made of one span."""
+    if single.measurements:
+        return single.measurements[0].measurement
+    if single.manifests:
+        return single.manifests[0].manifest
+    return single.unmatched[0].stage.measurement
+
+
+class Store:
+    """The collector's writes. Thread-safe: every call opens its own connection."""
+
+    def __init__(
+        self, engine: Engine, tolerances: Tolerances, alerts: AlertContext | None = None
+    ) -> None:
+        self.engine = engine
+        self.tolerances = tolerances
+        self.alerts = alerts
+        self.dialect = engine.dialect.name
+        self.sql = Statements(self.dialect)
+        # SQLite has one writer at a time. Threads of this process queue here, and the next
+        # starts the moment the last commits; queued on the database lock instead, they
+        # would sleep in SQLite's busy handler's growing steps (up to 100 ms) after it is free.
+        self.writer: contextlib.AbstractContextManager[Any] = (
+            threading.Lock() if self.dialect == "sqlite" else contextlib.nullcontext()
+        )
+
+    # --- ingest --------------------------------------------------------------------
+
+    def ingest(self, batch: DecodedBatch, now: float | None = None) -> IngestOutcome:
+        """Store a batch and re-judge what it can change; commits before returning."""
+        now = time.time() if now is None else now
+        runs = run_sightings(batch)
+        outcome = IngestOutcome()
+        if not runs:
+            return outcome
+        with self.writer, self.engine.begin() as connection:
+            lock_traces(connection, runs)
+            plan_lookups_by_index(connection)
+            run_ids = self._upsert_runs(connection, list(runs.values()))
+            state = SqlTraceState(connection, run_ids)
+            replaced = state.manifests(
+                {(i.manifest.trace_id, i.manifest.request_id) for i in batch.manifests}
+            )
+            lists = ListWriter()
+            built = [
+                (i, manifest_row(i, run_ids[i.manifest.trace_id], lists)) for i in batch.manifests
+            ]
+            manifests = preferred_rows(
+                (row for _, row in built), len(MANIFEST_KEY), MANIFEST_COPY_KEY
+            )
+            self.sql.upsert(
+                connection, MANIFESTS, MANIFEST_COLUMNS, MANIFEST_KEY, manifests, preferred=True
+            )
+            keyed = [(i, MANIFEST_COPY_KEY(row)) for i, row in built]
+            write_issuers(connection, self.sql, run_ids, batch, keyed, replaced)
+            inferred, matched_calls = match_tools(connection, self.sql, run_ids, batch)
+            decoded = [*batch.measurements, *inferred]
+            chosen = preferred_copies(
+                (
+                    (measurement_row(i, run_ids[i.measurement.trace_id], lists), i.measurement)
+                    for i in decoded
+                ),
+                len(MEASUREMENT_KEY),
+                MEASUREMENT_COPY_KEY,
+            )
+            measurements = [row for row, _ in chosen.values()]
+            lists.store(connection, self.sql)
+            self.sql.upsert(
+                connection,
+                MEASUREMENTS,
+                MEASUREMENT_COLUMNS,
+                MEASUREMENT_KEY,
+                measurements,
+                preferred=True,
+            )
+            # What the judge reads back of these rows it may take from the batch, where the
+            # stored copy is the batch's own (the copy key tells).
+            state.fresh = {
+                key: (MEASUREMENT_COPY_KEY(row), stored_form(m)) for key, (row, m) in chosen.items()
+            }
+            outcome.measurements, outcome.manifests = len(measurements), len(manifests)
+            plan = plan_rejudging(
+                [i.measurement for i in decoded],
+                [i.manifest for i in batch.manifests],
+                state,
+                replaced,
+            )
+            plan.whole |= matched_calls
+            judgments = rejudge(plan, state, tolerances=self.tolerances, now=now)
+            self._write_judgments(connection, state, judgments, now, outcome)
+            write_origins(connection, self.sql, state.run_ids, judgments, plan.whole)
+            self._record_alerts(connection, outcome, now)
+        return outcome
+
+    def ingest_each(self, batch: DecodedBatch, now: float | None = None) -> list[Rejection]:
+        """Store a batch span by span, each in its own transaction; the spans the
+        database refuses are returned as rejections (outages still raise)."""
+        rejected: list[Rejection] = []
+        singles = [DecodedBatch(measurements=[m]) for m in batch.measurements] + [
+            DecodedBatch(
+                manifests=[m],
+                issued=[
+                    i
+                    for i in batch.issued
+                    if (i.trace_id, i.request_id) == (m.manifest.trace_id, m.manifest.request_id)
+                ],
+            )
+            for m in batch.manifests
+        ]
+        singles += [DecodedBatch(unmatched=[u]) for u in batch.unmatched]
+        for single in singles:
+            try:
+                self.ingest(single, now)
+            except StatementError as error:
+                if is_storage_outage(error):
+                    raise
+                span = _record_of(single)
+                reason = str(getattr(error, "orig", None) or error).splitlines()[0]
+                rejected.append(
+                    Rejection(
+                        span.trace_id,
+                        span.span_id or "",
+                        f"could not be stored: {reason}",
+                        DATABASE_REFUSED,
+                    )
+                )
+        return rejected
+
+    def sweep_unsettled(self, now: float | None = None, limit: int = 5_000) -> IngestOutcome:
+        """Re-judge journeys still waiting for later stages once their grace period has
+        passed, so they become ``incomplete``: each journey alone, not its trace."""
+        now = time.time() if now is None else now
+        cutoff = now - self.tolerances.incomplete_after_s
+        mark = self.sql.mark
+        with self.engine.connect() as connection:
+            due = connection.exec_driver_sql(
+                "SELECT runs.trace_id, runs.id, reports.tool_call_id, reports.request_key "
+                "FROM reports JOIN runs ON runs.id = reports.run_id "
+                f"WHERE reports.settled = {mark} AND reports.last_observed_at <= {mark} "
+                f"ORDER BY reports.last_observed_at LIMIT {int(limit)}",
+                (False, cutoff),
+            ).fetchall()
+        outcome = IngestOutcome()
+        if not due:
+            return outcome
+        with self.writer, self.engine.begin() as connection:
+            lock_traces(connection, {row[0] for row in due})
+            plan_lookups_by_index(connection)
+            state = SqlTraceState(connection, {row[0]: row[1] for row in due})
+            plan = plan_sweep((row[0], row[2], row[3] or None) for row in due)
+            judgments = rejudge(plan, state, tolerances=self.tolerances, now=now)
+            self._write_judgments(connection, state, judgments, now, outcome)
+            self._record_alerts(connection, outcome, now)
+        return outcome
+
+    # --- writing -------------------------------------------------------------------
+
+    def _upsert_runs(self, connection: Connection, runs: Sequence[RunSighting]) -> dict[str, int]:
+        """Each run's integer id, made on its first sighting."""
+        ordered = [run.values() for run in sorted(runs, key=lambda r: r.trace_id)]
+        return {trace_id: run_id for run_id, trace_id in self.sql.upsert_runs(connection, ordered)}
+
+    def _write_judgments(
+        self,
+        connection: Connection,
+        state: SqlTraceState,
+        judgments: Sequence[CallJudgment],
+        now: float,
+        outcome: IngestOutcome,
+    ) -> None:
+        """Replace the reports each judgment considered, and note what changed."""
+        considered = {
+            (state.run_ids[j.trace_id], j.call_id, request_id or "")
+            for j in judgments
+            for request_id in j.considered
+        }
+        replaced = state.rows_by_keys(REPORTS, COUNTED_COLUMNS, REPORT_KEY, considered)
+        existing = {
+            (run_id, call_id, request_key): (verdict, lost_tokens)
+            for run_id, call_id, request_key, verdict, lost_tokens, *_ in replaced
+        }
+        rows = []
+        written = set()
+        for judgment in judgments:
+            run_id = state.run_ids[judgment.trace_id]
+            for report in judgment.reports:
+                key = (run_id, report.tool_call_id, report.request_id or "")
+                manifest = state.manifests_read.get((report.trace_id, report.request_id or ""))
+                arrived = manifest.observed_at if manifest is not None else None
+                rows.append(report_row(report, run_id, arrived, now))
+                written.add(key)
+                previous, previous_tokens = existing.get(key, (None, 0))
+                if previous != report.verdict:
+                    outcome.changes.append(VerdictChange(report, previous, previous_tokens))
+                outcome.reports.append(report)
+        flags = mark_first_losses(connection, self.sql, considered | written, rows)
+        self.sql.upsert(connection, REPORTS, REPORT_COLUMNS, REPORT_KEY, flags.rows)
+        stale = [k for k in existing if k not in written]
+        self.sql.delete_keys(connection, REPORTS, REPORT_KEY, stale)
+        count_journeys(connection, replaced, flags.rows, flags.reflagged)
+        outcome.still_missing |= {
+            (state.trace_ids[run_id], call_id, request_key)
+            for run_id, call_id, request_key in flags.still_missing
+        }
+
+    def _record_alerts(self, connection: Connection, outcome: IngestOutcome, now: float) -> None:
+        if self.alerts is None or not outcome.reports:
+            return
+        with Session(bind=connection) as session:
+            outcome.alert_events += record_events(
+                session, outcome.reports, self.alerts, now, outcome.still_missing
+            )
+            session.flush()

@@ -1,0 +1,161 @@
+"""The limits of the columns decoded records go into, read from the table definitions.
+
+The one module that knows how wide a column is: a migration that widens a column widens
+the check with it. A span whose identifiers the database cannot hold is rejected alone,
+with a reason, before any transaction starts (values that go into JSON text columns are
+made JSON-safe instead, by :mod:`.column_values`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from sqlalchemy import Column
+
+from ctxledger import semconv as sc
+from ctxledger.verdicts import Manifest, Measurement
+from ctxledger_collector.decoded import rejection_codes as codes
+from ctxledger_collector.decoded.batch import DecodedBatch, DecodedManifest, DecodedMeasurement
+from ctxledger_collector.decoded.rejection_codes import Rejection
+from ctxledger_collector.storage.alert_tables import ALERT_EVENTS
+from ctxledger_collector.storage.tables import MANIFESTS, MEASUREMENTS, REPORTS, RUNS
+
+
+def _width(column: Column[Any]) -> int:
+    # A String, or sqlmodel's AutoString decorating one (which passes .length through).
+    length = getattr(column.type, "length", None)
+    assert isinstance(length, int), f"{column} has no length"
+    return length
+
+
+@dataclass(frozen=True)
+class _StringLimit:
+    """A record's string field, the contract attribute it comes from (named in the
+    reason), and the narrowest of the columns it is stored in."""
+
+    field: str
+    attribute: str
+    width: int
+
+    @classmethod
+    def of(cls, field: str, attribute: str, *columns: Column[Any]) -> _StringLimit:
+        return cls(field, attribute, min(_width(column) for column in columns))
+
+    def problem(self, record: Measurement | Manifest) -> str | None:
+        value = getattr(record, self.field)
+        if not isinstance(value, str):
+            return None
+        if len(value) > self.width:
+            return f"{self.attribute} is longer than {self.width} characters"
+        if "\x00" in value:  # PostgreSQL text cannot hold NUL
+            return f"{self.attribute} contains a NUL character"
+        return None
+
+
+_MEASUREMENT_LIMITS = (
+    _StringLimit.of(
+        "tool_call_id",
+        sc.TOOL_CALL_ID,
+        MEASUREMENTS.c.tool_call_id,
+        REPORTS.c.tool_call_id,
+        ALERT_EVENTS.c.tool_call_id,
+    ),
+    _StringLimit.of(
+        "request_id",
+        sc.REQUEST_ID,
+        MEASUREMENTS.c.request_key,
+        REPORTS.c.request_key,
+        ALERT_EVENTS.c.request_key,
+    ),
+    _StringLimit.of(
+        "tool_name",
+        sc.TOOL_NAME,
+        MEASUREMENTS.c.tool_name,
+        REPORTS.c.tool_name,
+        ALERT_EVENTS.c.tool,
+    ),
+    _StringLimit.of("stage", sc.STAGE, MEASUREMENTS.c.stage),
+    _StringLimit.of("source", sc.SOURCE, MEASUREMENTS.c.source),
+    _StringLimit.of(
+        "agent_name", sc.AGENT_NAME, REPORTS.c.agent_name, RUNS.c.agent_name, ALERT_EVENTS.c.agent
+    ),
+)
+_MANIFEST_LIMITS = (
+    _StringLimit.of(
+        "request_id",
+        sc.REQUEST_ID,
+        MANIFESTS.c.request_id,
+        REPORTS.c.request_key,
+        ALERT_EVENTS.c.request_key,
+    ),
+    _StringLimit.of("model", sc.REQUEST_MODEL, MANIFESTS.c.model),
+    _StringLimit.of("conversation", sc.REQUEST_CONVERSATION, MANIFESTS.c.conversation),
+    _StringLimit.of("source", sc.SOURCE, MANIFESTS.c.source),
+    _StringLimit.of(
+        "agent_name", sc.AGENT_NAME, RUNS.c.agent_name, REPORTS.c.agent_name, ALERT_EVENTS.c.agent
+    ),
+)
+_SERVICE_NAME_WIDTH = _width(RUNS.c.service_name)
+
+
+def _cut_service_name(service: str | None, agent: str | None) -> tuple[str | None, str | None]:
+    """``service.name`` only names the agent: a long one is cut to its column rather than
+    refused, and so is the agent name the decoder took from it."""
+    if service is None or len(service) <= _SERVICE_NAME_WIDTH:
+        return service, agent
+    cut = service[:_SERVICE_NAME_WIDTH]
+    return cut, (cut if agent == service else agent)
+
+
+def _problem(record: Measurement | Manifest, limits: tuple[_StringLimit, ...]) -> str | None:
+    return next(filter(None, (limit.problem(record) for limit in limits)), None)
+
+
+def _fit_measurement(item: DecodedMeasurement) -> DecodedMeasurement | Rejection:
+    m = item.measurement
+    service, agent = _cut_service_name(item.service_name, m.agent_name)
+    if service != item.service_name:
+        m = replace(m, agent_name=agent)
+        item = DecodedMeasurement(m, item.attributes, service)
+    problem = _problem(m, _MEASUREMENT_LIMITS)
+    if problem is None:
+        return item
+    return Rejection(m.trace_id, m.span_id or "", problem, codes.COLUMN_LIMIT, item.service_name)
+
+
+def _fit_manifest(item: DecodedManifest) -> DecodedManifest | Rejection:
+    man = item.manifest
+    service, agent = _cut_service_name(item.service_name, man.agent_name)
+    if service != item.service_name:
+        man = replace(man, agent_name=agent)
+        item = DecodedManifest(man, item.attributes, service)
+    problem = _problem(man, _MANIFEST_LIMITS)
+    if problem is None:
+        return item
+    return Rejection(
+        man.trace_id, man.span_id or "", problem, codes.COLUMN_LIMIT, item.service_name
+    )
+
+
+def fit_to_columns(batch: DecodedBatch) -> DecodedBatch:
+    """The batch as the database can hold it: a span with an identifier too long for its
+    column, or holding a NUL character, joins the rejections; the rest is kept."""
+    fitted = DecodedBatch(
+        rejected=list(batch.rejected),
+        ignored=batch.ignored,
+        issued=list(batch.issued),
+        unmatched=list(batch.unmatched),
+        derived=batch.derived,
+    )
+    for measurement in map(_fit_measurement, batch.measurements):
+        if isinstance(measurement, Rejection):
+            fitted.rejected.append(measurement)
+        else:
+            fitted.measurements.append(measurement)
+    for manifest in map(_fit_manifest, batch.manifests):
+        if isinstance(manifest, Rejection):
+            fitted.rejected.append(manifest)
+        else:
+            fitted.manifests.append(manifest)
+    return fitted

@@ -1,0 +1,161 @@
+"""The ``received`` stage end to end (contract section 7): an agent's real OpenAI client,
+instrumented with the SDK's httpx hooks, talks to the provider stand-in acting as a
+server that silently drops the oldest messages of an over-long prompt (ollama's way);
+the SDK exports over OTLP/HTTP to a real collector, and the query API tells which tool
+result the server did not keep, by how many tokens, and in words."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import httpx2
+import openai
+import pytest
+
+import ctxledger
+from ctxledger._client import Client
+from ctxledger_cli.provider import ProviderStandIn
+from ctxledger_collector.ops.settings import Settings
+from tests.collector.live_collector import LiveCollector
+
+MODEL = "gpt-4o"
+WINDOW = 600
+OLD = json.dumps([{"id": f"ord-{i}", "note": f"订单 {i} 已发货"} for i in range(40)])
+NEW = json.dumps([{"id": f"inv-{i}", "total": i * 10} for i in range(5)])
+
+
+def _messages() -> list[dict[str, Any]]:
+    def call(call_id: str) -> dict[str, Any]:
+        return {
+            "id": call_id,
+            "type": "function",
+            "function": {"name": "orders", "arguments": "{}"},
+        }
+
+    return [
+        {"role": "system", "content": "Answer from the tools."},
+        {"role": "user", "content": "Which orders shipped, and what was invoiced?"},
+        {"role": "assistant", "content": None, "tool_calls": [call("call_old"), call("call_new")]},
+        {"role": "tool", "tool_call_id": "call_old", "content": OLD},
+        {"role": "tool", "tool_call_id": "call_new", "content": NEW},
+    ]
+
+
+RULES = """\
+rules:
+  - name: model-server-discards
+    verdicts: [silent, dropped]
+    layers: [model_server]
+    severity: critical
+  - name: elsewhere
+    verdicts: [silent, dropped]
+    layers: [before_request, request]
+sinks:
+  - type: log
+    path: {path}
+"""
+
+
+@pytest.fixture
+def alert_log(tmp_path: Path) -> Path:
+    return tmp_path / "alerts.jsonl"
+
+
+@pytest.fixture
+def collector_settings(database_url: str, tmp_path: Path, alert_log: Path) -> Settings:
+    rules = tmp_path / "alerts.yaml"
+    rules.write_text(RULES.format(path=alert_log))
+    return Settings(
+        database_url=database_url,
+        auto_migrate=True,
+        sweep_interval_s=3600.0,
+        alerts_file=str(rules),
+        alert_tick_s=0.1,
+        alert_settle_s=0.5,
+    )
+
+
+def _alerts(log: Path, timeout_s: float = 30.0) -> list[dict[str, Any]]:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if log.exists() and log.read_text().strip():
+            time.sleep(1.0)  # any other notification of the same tick
+            return [json.loads(line)["ctxledger_alert"] for line in log.read_text().splitlines()]
+        time.sleep(0.1)
+    return []
+
+
+@pytest.fixture
+def sdk(collector: LiveCollector) -> Iterator[Client]:
+    client = ctxledger.configure(service_name="window-agent", endpoint=collector.url, ledger="off")
+    yield client
+    client.shutdown()
+    ctxledger.configure(service_name="idle", export=False, ledger="off")
+
+
+def _reports(http: httpx.Client, **params: Any) -> list[dict[str, Any]]:
+    response = http.get("/api/v1/reports", params={**params, "limit": 100})
+    assert response.status_code == 200, response.text
+    found: list[dict[str, Any]] = response.json()["reports"]
+    return found
+
+
+def test_a_result_the_server_dropped_is_reported_with_its_received_stage(
+    collector: LiveCollector, sdk: Client, alert_log: Path
+) -> None:
+    with ProviderStandIn(context_window=WINDOW, silent_front_discard=True) as provider:
+        http = httpx2.Client(event_hooks=ctxledger.httpx_event_hooks())
+        model = openai.OpenAI(
+            base_url=provider.base_url, api_key="any", http_client=http, max_retries=0
+        )
+        with ctxledger.run("window-agent"):
+            answer = model.chat.completions.create(model=MODEL, messages=_messages())  # type: ignore[arg-type]
+        model.close()
+    assert answer.usage is not None and answer.usage.prompt_tokens <= WINDOW
+    assert ctxledger.flush()
+
+    with collector.client() as api:
+        found = {r["tool_call_id"]: r for r in _reports(api)}
+    old, new = found["call_old"], found["call_new"]
+
+    # Of two parallel results, the older one fell whole in what the server discarded:
+    # dropped, at the server's layer (the stand-in answers like ollama: fp_ollama).
+    assert old["verdict"] == "dropped" and "model server" in old["layer"], old
+    stages = {s["stage"]: s for s in old["stages"]}
+    assert list(stages) == ["sent", "received"] and stages["sent"]["received"] is None
+    received = stages["received"]["received"]
+    assert received["outcome"] == "dropped" and received["policy"] == "front_discard"
+    assert received["input_tokens"] == answer.usage.prompt_tokens
+    assert received["counted_tokens"] > WINDOW  # what left the process, whole
+    assert received["exact"] is False  # gpt-4o's vocabulary, but not OpenAI's server
+    assert received["lost_tokens"] > 0
+    assert old["lost_tokens"] == stages["sent"]["tokens"]  # all of it
+    assert "the model server read" in received["note"]
+    (transition,) = old["transitions"]
+    assert (transition["from_stage"], transition["to_stage"]) == ("sent", "received")
+    assert transition["lost_tokens"] == stages["sent"]["tokens"]
+    assert transition["reasons"] == [received["note"]]
+
+    # The newest one the server kept whole.
+    assert new["verdict"] == "intact" and new["layer"] is None
+    (kept,) = [s["received"] for s in new["stages"] if s["stage"] == "received"]
+    assert kept["outcome"] == "kept" and kept["lost_tokens"] == 0
+
+    # The layer selects it: in the query API, in alert rules and in /metrics.
+    with collector.client() as api:
+        at_server = _reports(api, layer="model_server")
+        assert [r["tool_call_id"] for r in at_server] == ["call_old"]
+        assert at_server[0]["layer_name"] == "model_server"
+        assert _reports(api, layer="before_request") == []
+        wrong = api.get("/api/v1/reports", params={"layer": "modelserver"})
+        assert wrong.status_code == 422 and "model_server" in wrong.text
+        metrics = api.get("/metrics").text
+    assert 'ctxledger_layer_journeys_total{layer="model_server",verdict="dropped"} 1.0' in metrics
+    alerts = _alerts(alert_log)
+    assert [a["rule"] for a in alerts] == ["model-server-discards"], alerts
+    assert [e["tool_call_id"] for e in alerts[0]["examples"]] == ["call_old"]
