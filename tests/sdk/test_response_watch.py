@@ -19,6 +19,8 @@ from ctxledger import semconv as sc
 from ctxledger._response_watch import HEAD_CHUNKS, TAIL_BYTES, TAIL_CHUNKS
 
 FRAMES = 6_000
+#: The most one raw read of httpx2 returns (httpcore2 reads the socket 64 KiB at a time).
+_SOCKET_READ_MAX = 64 * 1024
 CHAT_BODY = {
     "model": "gpt-4o",
     "stream": True,
@@ -111,7 +113,11 @@ def test_a_stream_the_caller_stops_reading_is_reported_cut(
     exporter: InMemorySpanExporter,
 ) -> None:
     stop = HEAD_CHUNKS + TAIL_CHUNKS + 1
-    read_stream(chat_stream(FRAMES, 777), "/v1/chat/completions", CHAT_BODY, stop_after=stop)
+    # Each raw read is at most one socket read of 64 KiB; on a busy machine the server
+    # runs ahead, so the stream must be longer than every read the caller makes.
+    chunks = chat_stream(FRAMES, 777)
+    frames = 2 * stop * _SOCKET_READ_MAX // len(chunks[0]) + 1
+    read_stream(chat_stream(frames, 777), "/v1/chat/completions", CHAT_BODY, stop_after=stop)
     (span,) = received_spans(exporter)
     assert span[sc.RECEIVED_UNREPORTED] == sc.UNREPORTED_STREAM_CUT
 
