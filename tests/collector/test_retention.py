@@ -24,7 +24,7 @@ from sqlalchemy import Connection, Engine, text
 from ctxledger_collector.ops.settings import Settings
 from ctxledger_collector.storage.database import make_engine
 from ctxledger_collector.storage.journey_counts import JOURNEY_KEY, JOURNEY_SUMS, rebuild_counts
-from ctxledger_collector.storage.partitions import partitions
+from ctxledger_collector.storage.partitions import ensure_ahead, partitions
 from ctxledger_collector.storage.retention import parse_age, prune
 from tests.collector.journey_counting import assert_counters_match_reports
 from tests.collector.live_collector import LiveCollector
@@ -350,3 +350,36 @@ def test_the_collector_applies_the_retention_setting(database_url: str) -> None:
         finally:
             engine.dispose()
 
+
+def test_postgres_partitions_ahead_yield_to_a_lock_cycle(postgres_engine: Engine) -> None:
+    """A transaction writes reports, then measurements (as retention's row-by-row pass
+    does) while partitions are created ahead: creating them gives up within its lock wait
+    and tries again, the writer finishes without a deadlock error, and the partitions come."""
+    engine = postgres_engine
+    with engine.connect() as connection:
+        before = [p.name for p in partitions(connection, "measurements")]
+    writer = engine.connect()
+    transaction = writer.begin()
+    writer.exec_driver_sql("DELETE FROM reports WHERE run_id = -1")
+    created: list[str] = []
+    failures: list[BaseException] = []
+
+    def create() -> None:
+        try:
+            created.extend(ensure_ahead(engine, 100_000, ahead=len(before) + 3))
+        except BaseException as error:  # reported below
+            failures.append(error)
+
+    creator = threading.Thread(target=create)
+    creator.start()
+    time.sleep(0.1)  # the creator holds measurements and waits for reports
+    writer.exec_driver_sql("DELETE FROM measurements WHERE run_id = -1")
+    transaction.commit()
+    writer.close()
+    creator.join(timeout=30)
+    assert not creator.is_alive()
+    assert failures == []
+    with engine.connect() as connection:
+        after = [p.name for p in partitions(connection, "measurements")]
+    assert created and set(after) - set(before) == {n for n in created if n in after}
+    assert len(after) > len(before)

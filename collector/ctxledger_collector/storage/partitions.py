@@ -16,6 +16,7 @@ retention deletes them row by row.
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass
 
 from sqlalchemy import Connection, Engine, text
@@ -44,6 +45,9 @@ LOCK_NOT_AVAILABLE = "55P03"
 #: meanwhile); well under the default ``deadlock_timeout`` of 1 s, so in a lock cycle
 #: with ingest retention gives up before the deadlock check could cancel the ingest.
 LOCK_WAIT_MS = 200
+#: Tries to create partitions ahead while the parents are busy, and the pause between.
+_CREATE_TRIES = 3
+_CREATE_PAUSE_S = 0.1
 _BOUND = re.compile(r"FROM \((MINVALUE|-?\d+)\) TO \((MAXVALUE|-?\d+)\)")
 
 
@@ -92,32 +96,66 @@ def highest_run_id(connection: Connection) -> int:
 
 def ensure_ahead(engine: Engine, width: int, ahead: int = 2) -> list[str]:
     """Create partitions until ``ahead`` whole ones lie above the highest run id;
-    returns the names created."""
-    created: list[str] = []
+    returns the names created. While other transactions hold the parents for longer
+    than :data:`LOCK_WAIT_MS` on every try, nothing: the default partition takes the
+    new runs meanwhile, and the next sweep tries again."""
     if engine.dialect.name != "postgresql":
-        return created
-    with engine.begin() as connection:
-        if not is_partitioned(connection):
-            return created
-        connection.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _MAINTENANCE_LOCK})
-        target = highest_run_id(connection) + 1 + ahead * width
-        overflowed = max(
+        return []
+    with engine.connect() as connection:
+        if not is_partitioned(connection) or not _missing(connection, width, ahead):
+            return []
+    for attempt in range(_CREATE_TRIES):
+        try:
+            with engine.begin() as connection:
+                return _create_ahead(connection, width, ahead)
+        except OperationalError as error:
+            if getattr(error.orig, "sqlstate", None) != LOCK_NOT_AVAILABLE:
+                raise
+            if attempt < _CREATE_TRIES - 1:
+                time.sleep(_CREATE_PAUSE_S)
+    return []
+
+
+def _tops(connection: Connection, width: int, ahead: int) -> tuple[int, dict[str, int]]:
+    """The run id partitions must reach, and where each table's partitions end now."""
+    target = highest_run_id(connection) + 1 + ahead * width
+    overflowed = max(
+        int(
             connection.exec_driver_sql(
                 f"SELECT coalesce(max(run_id), 0) + 1 FROM {table}_overflow"
             ).scalar_one()
-            for table in PARTITIONED
         )
-        for table in PARTITIONED:
-            existing = partitions(connection, table)
-            top = max(existing[-1].high if existing else 0, int(overflowed))
-            while top < target:
-                name = f"{table}_r{top}"
-                connection.exec_driver_sql(
-                    f"CREATE TABLE {name} PARTITION OF {table} "
-                    f"FOR VALUES FROM ({top}) TO ({top + width})"
-                )
-                created.append(name)
-                top += width
+        for table in PARTITIONED
+    )
+    tops = {}
+    for table in PARTITIONED:
+        existing = partitions(connection, table)
+        tops[table] = max(existing[-1].high if existing else 0, overflowed)
+    return target, tops
+
+
+def _missing(connection: Connection, width: int, ahead: int) -> bool:
+    target, tops = _tops(connection, width, ahead)
+    return any(top < target for top in tops.values())
+
+
+def _create_ahead(connection: Connection, width: int, ahead: int) -> list[str]:
+    # CREATE TABLE ... PARTITION OF takes ACCESS EXCLUSIVE on the parent: the parents
+    # are locked first, in the one order, with a bounded wait, so that in a lock cycle
+    # with ingest or retention this is the transaction that gives up (not a deadlock).
+    lock_parents(connection)
+    target, tops = _tops(connection, width, ahead)
+    created: list[str] = []
+    for table in PARTITIONED:
+        top = tops[table]
+        while top < target:
+            name = f"{table}_r{top}"
+            connection.exec_driver_sql(
+                f"CREATE TABLE {name} PARTITION OF {table} "
+                f"FOR VALUES FROM ({top}) TO ({top + width})"
+            )
+            created.append(name)
+            top += width
     return created
 
 
