@@ -1,6 +1,7 @@
 """`ctxledger dashboard` and `ctxledger up` stopped with SIGTERM, as a service manager stops
-them: within a bounded wait no port they served still accepts connections, and no process
-they started (children or grandchildren) is left running."""
+them, and `up` with Ctrl-C, as a terminal stops it (SIGINT to its whole foreground process
+group): within a bounded wait no port they served still accepts connections, and no
+process they started (children or grandchildren) is left running."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ import signal
 import socket
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.collector.live_collector import free_port
 from tests.e2e.helpers import output_until, subprocess_env, wait_for
@@ -59,9 +62,24 @@ def _kill_leftovers(pids: set[int]) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
-def _assert_stopped(process: subprocess.Popen[str], ports: list[int], started: set[int]) -> None:
-    assert started, "the command started no process"
+def _sigterm(process: subprocess.Popen[str]) -> None:
     process.send_signal(signal.SIGTERM)
+
+
+def _ctrl_c(process: subprocess.Popen[str]) -> None:
+    """What a terminal does on Ctrl-C: SIGINT to the foreground process group (the
+    command leads its own group here, as a shell's job does)."""
+    os.killpg(process.pid, signal.SIGINT)
+
+
+def _assert_stopped(
+    process: subprocess.Popen[str],
+    ports: list[int],
+    started: set[int],
+    stop: Callable[[subprocess.Popen[str]], None] = _sigterm,
+) -> None:
+    assert started, "the command started no process"
+    stop(process)
     process.wait(timeout=60)
     wait_for(lambda: not any(map(_accepts, ports)), 30, f"ports {ports} to close")
     wait_for(lambda: not any(map(_running, started)), 30, f"processes {started} to stop")
@@ -91,7 +109,10 @@ def test_dashboard_on_sigterm_stops_streamlit_and_frees_its_port(tmp_path: Path)
         _kill_leftovers(started)
 
 
-def test_up_on_sigterm_stops_the_collector_and_the_dashboard(tmp_path: Path) -> None:
+@pytest.mark.parametrize("stop", [_sigterm, _ctrl_c], ids=["sigterm", "ctrl-c"])
+def test_up_stopped_stops_the_collector_and_the_dashboard(
+    tmp_path: Path, stop: Callable[[subprocess.Popen[str]], None]
+) -> None:
     ports = [free_port(), free_port()]
     process = subprocess.Popen(
         [
@@ -110,12 +131,13 @@ def test_up_on_sigterm_stops_the_collector_and_the_dashboard(tmp_path: Path) -> 
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        start_new_session=True,  # its own foreground group, as a shell starts a job
     )
     started: set[int] = set()
     try:
         output = output_until(process, "Press Ctrl-C", 180)
         started = _descendants(process.pid)
-        _assert_stopped(process, ports, started)
+        _assert_stopped(process, ports, started, stop)
         assert process.stdout is not None
         output += process.stdout.read().splitlines()
         assert process.returncode == 0, "\n".join(output)
