@@ -3,6 +3,8 @@ OpenTelemetry GenAI inference and ``execute_tool`` spans (and the older forms re
 packages emit), OpenInference ``LLM`` and ``TOOL`` spans. Pure: a span in, rule records
 out, the message content parsed in memory and dropped (kept only when the operator opts
 in). The rules (:mod:`ctxledger.verdicts`) then judge them as they judge the SDK's.
+
+May import: ``decoded`` only (and the SDK's public modules).
 """
 
 from __future__ import annotations

@@ -5,6 +5,6 @@ and JSON into decoded records (with the spans that never met the SDK handed to
 :mod:`ctxledger_collector.derive`), the durable spool for exports the database cannot take
 yet and its replayer, and the answers at shutdown.
 
-May import: ``derive``, ``judge``, ``storage``, ``decoded``. Never ``query``, ``ops``,
-``routes`` or the app.
+May import: ``derive``, ``decoded``. Never ``storage``, ``judge``, ``query``, ``ops``,
+``routes`` or the app: the routes hand what it decoded to the judge.
 """

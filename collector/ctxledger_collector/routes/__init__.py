@@ -1,5 +1,6 @@
 """Routes: the HTTP surface, one module per resource, and the state they share.
 
-The top of the flow with ``app`` and ``serve``: may import every package of the collector;
-nothing in them imports ``routes`` or the app.
+The top of the flow, below ``app`` and ``serve``: may import every step below it
+(``ops`` and everything under it); never the app or ``serve``, and nothing below imports
+``routes``.
 """
