@@ -6,6 +6,8 @@ sent over OTLP/HTTP."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -147,3 +149,39 @@ def test_first_lost_lists_each_lost_result_once(collector: LiveCollector) -> Non
         (tool,) = http.get("/api/v1/stats/breakdown", params={"by": "tool"}).json()["rows"]
         assert (tool["losing"], tool["lost_results"]) == (len(CUT_CALLS) * len(STEPS), 2)
         assert http.get("/api/v1/reports", params={"first_lost": "maybe"}).status_code == 422
+
+
+def _reports_command(collector: LiveCollector, *options: str) -> list[str]:
+    """``ctxledger reports`` run as the real command against the live collector."""
+    done = subprocess.run(
+        [sys.executable, "-m", "ctxledger_cli", "reports", "--endpoint", collector.url, *options],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()
+
+
+def test_the_reports_command_counts_each_lost_result_once_with_first_lost(
+    collector: LiveCollector,
+) -> None:
+    with collector.client() as http:
+        run = send_resent_run(collector, http)
+    scope = ("--trace-id", run.trace_id, "--verdict", "silent")
+    every = _reports_command(collector, *scope)
+    silent = len(CUT_CALLS) * len(STEPS)
+    assert every[-1] == f"{silent} shown of {silent} reports"
+    first = _reports_command(collector, *scope, "--first-lost")
+    assert first[-1] == "2 shown of 2 lost results (each once, where it was first lost)"
+    header, *rows = first[:-1]
+    assert header.split() == [
+        "TRACE_ID", "STEP", "REQUEST_ID", "TOOL_CALL_ID", "TOOL_NAME", "VERDICT", "LOST_ITEMS",
+        "FIRST_LOST",
+    ]  # fmt: skip
+    assert sorted(row.split() for row in rows) == [
+        [run.trace_id, str(FIRST_STEP), run.first_requests[call], call, op.TOOL_NAME, "silent",
+         str(ITEMS - KEPT), "*"]
+        for call in CUT_CALLS
+    ]  # fmt: skip

@@ -10,11 +10,14 @@ from dataclasses import replace
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from sqlalchemy import select
+from sqlalchemy import Engine, select
 
 from ctxledger.verdicts import Manifest, Measurement, Report, first_losses
+from ctxledger_collector.alerts.config import default_config
+from ctxledger_collector.alerts.events import AlertContext
 from ctxledger_collector.decoded.batch import DecodedBatch, DecodedManifest, DecodedMeasurement
 from ctxledger_collector.judge.store import Store
+from ctxledger_collector.storage.alert_tables import ALERT_EVENTS
 from ctxledger_collector.storage.database import make_engine
 from ctxledger_collector.storage.migrate import upgrade
 from ctxledger_collector.storage.tables import REPORTS, RUNS
@@ -261,3 +264,46 @@ def test_one_result_lost_and_re_sent_is_first_lost_once_whatever_the_order(store
         "req_2": ("intact", False),
         "req_3": ("silent", True),
     }
+
+
+@pytest.mark.parametrize("settle_s", [60.0, 0.0], ids=["pending", "notified"])
+def test_a_first_loss_re_judged_as_none_moves_its_alert_to_where_the_result_is_missing(
+    database_url: str, settle_s: float
+) -> None:
+    """Cut in request 2 and re-sent cut in request 3: the alert is at step 2. A later copy
+    shows step 2 kept it all: while that alert is still pending it moves to step 3, where
+    the result is now first lost; once notified, it stays (the result alerted once)."""
+    upgrade(database_url)
+    engine = make_engine(database_url)
+    try:
+        alerts = AlertContext(config=default_config(), settle_s=settle_s)
+        store = Store(engine, TOLERANCES, alerts)
+        trace = os.urandom(16).hex()
+        original = Measurement(trace, "call_a", "original", 10, chars=100, step=1, span_id="1" * 16)
+        batches: Batches = [
+            ([original, *_resent(trace, "req_2", 2, 40, 900.0)], []),
+            (_resent(trace, "req_3", 3, 40, 900.0), []),
+        ]
+        ingest(store, batches, NOW)
+        assert _alerted(engine, trace) == {"req_2": settle_s == 0.0}
+        ingest(store, [(_resent(trace, "req_2", 2, 100, 901.0), [])], NOW)
+        stored = stored_verdicts(store, {trace})
+        assert {k[2]: (v[0], v[-1]) for k, v in stored.items()} == {
+            "req_2": ("intact", False),
+            "req_3": ("silent", True),
+        }
+        if settle_s:
+            assert _alerted(engine, trace) == {"req_3": False}
+        else:
+            assert _alerted(engine, trace) == {"req_2": True}
+    finally:
+        engine.dispose()
+
+
+def _alerted(engine: Engine, trace: str) -> dict[str, bool]:
+    """The trace's alert events: request key -> whether notified."""
+    query = select(ALERT_EVENTS.c.request_key, ALERT_EVENTS.c.batch_id).where(
+        ALERT_EVENTS.c.trace_id == trace
+    )
+    with engine.connect() as connection:
+        return {key: batch is not None for key, batch in connection.execute(query)}

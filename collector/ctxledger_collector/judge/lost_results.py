@@ -45,6 +45,10 @@ class FirstLosses:
     reflagged: list[tuple[Row, Row]] = field(default_factory=list)
     #: Journeys written or reflagged that are losing but not where their result was first lost.
     still_missing: set[Key] = field(default_factory=set)
+    #: Stored journeys, not rewritten, that are now where their result was first lost
+    #: (the earlier one was re-judged as no loss): the judge re-judges them so that they
+    #: raise the alert the result now owes.
+    became_first: set[Key] = field(default_factory=set)
 
 
 def _key(row: Row, at: dict[str, int]) -> Key:
@@ -125,6 +129,7 @@ def mark_first_losses(
     for _, _, stored in firsts.values():  # a stored journey that becomes the first lost
         if stored is not None and not stored[flag]:
             outcome.reflagged.append((stored, (*stored[:flag], True, *stored[flag + 1 :])))
+            outcome.became_first.add(_key(stored, COUNTED_AT))
     if outcome.reflagged:
         mark = sql.mark
         connection.exec_driver_sql(

@@ -23,7 +23,7 @@ from sqlalchemy.exc import StatementError
 from sqlalchemy.orm import Session
 
 from ctxledger.verdicts import Manifest, Measurement, Report, Tolerances
-from ctxledger.verdicts.incremental import plan_rejudging, plan_sweep, rejudge
+from ctxledger.verdicts.incremental import RejudgePlan, plan_rejudging, plan_sweep, rejudge
 from ctxledger.verdicts.journeys import CallJudgment
 from ctxledger_collector.alerts.events import AlertContext, record_events
 from ctxledger_collector.decoded.batch import DecodedBatch
@@ -250,8 +250,11 @@ class Store:
         judgments: Sequence[CallJudgment],
         now: float,
         outcome: IngestOutcome,
+        follow_first_losses: bool = True,
     ) -> None:
-        """Replace the reports each judgment considered, and note what changed."""
+        """Replace the reports each judgment considered, and note what changed. A stored
+        journey that becomes where its result was first lost is re-judged and written
+        too (once), so its report reaches the alerts like any judged in the batch."""
         considered = {
             (state.run_ids[j.trace_id], j.call_id, request_id or "")
             for j in judgments
@@ -285,6 +288,15 @@ class Store:
             (state.trace_ids[run_id], call_id, request_key)
             for run_id, call_id, request_key in flags.still_missing
         }
+        if flags.became_first and follow_first_losses:
+            plan = RejudgePlan()
+            for run_id, call_id, request_key in flags.became_first:
+                if request_key:
+                    plan.add_journey(state.trace_ids[run_id], call_id, request_key)
+                else:
+                    plan.whole.add((state.trace_ids[run_id], call_id))
+            again = rejudge(plan, state, tolerances=self.tolerances, now=now)
+            self._write_judgments(connection, state, again, now, outcome, False)
 
     def _record_alerts(self, connection: Connection, outcome: IngestOutcome, now: float) -> None:
         if self.alerts is None or not outcome.reports:
