@@ -15,7 +15,9 @@ with the stock ``OTLPSpanExporter``, times the reports list, the runs list and t
 timeline (median of 5 calls each), then prunes with a cutoff between the rounds, as
 ``CTXLEDGER_RETENTION_DAYS`` would, timing the prune and counting the ranges it
 detached and dropped whole and the WAL it wrote (``--row-by-row``: none, every run deleted row by
-row, for comparison). Flat columns mean speed does not depend on how much history has
+row, for comparison), the stage and report rows it removed per second, and its longest
+transaction: how long ingest could wait on it (a range detached holds both parents for
+all of its transaction). Flat columns mean speed does not depend on how much history has
 rolled through. This is a benchmark: it prints numbers and asserts nothing.
 """
 
@@ -55,6 +57,16 @@ def median_ms(http: httpx.Client, path: str, params: dict[str, str | int]) -> fl
 def wal_position(engine: Engine) -> str:
     with engine.connect() as connection:
         return str(connection.exec_driver_sql("SELECT pg_current_wal_lsn()").scalar_one())
+
+
+def stage_and_report_rows(engine: Engine) -> int:
+    """The rows of the two partitioned tables (what retention removes the most of)."""
+    with engine.connect() as connection:
+        return int(
+            connection.exec_driver_sql(
+                "SELECT (SELECT count(*) FROM measurements) + (SELECT count(*) FROM reports)"
+            ).scalar_one()
+        )
 
 
 def wal_bytes_since(engine: Engine, position: str) -> int:
@@ -108,9 +120,10 @@ def main() -> int:
                 reports = median_ms(http, "/api/v1/reports", {"limit": 100})
                 runs = median_ms(http, "/api/v1/runs", {"limit": 50})
                 timeline = median_ms(http, "/api/v1/stats/timeline", {})
-                pruned = dropped = emptied = wal = 0
-                prune_ms = 0.0
+                pruned = dropped = emptied = wal = removed = 0
+                prune_ms = longest_ms = 0.0
                 if round_number >= args.keep:
+                    rows_before = stage_and_report_rows(engine)
                     wal_before = wal_position(engine)
                     started = time.perf_counter()
                     outcome = prune(
@@ -123,6 +136,8 @@ def main() -> int:
                     wal = wal_bytes_since(engine, wal_before)
                     pruned, dropped = outcome.runs, len(outcome.partitions_dropped)
                     emptied = len(outcome.partitions_detached) // 2
+                    longest_ms = outcome.longest_transaction_s * 1000
+                    removed = rows_before - stage_and_report_rows(engine)
                 time.sleep(1.2)  # a sweep: partitions ahead of the next round
                 with engine.connect() as connection:
                     count = len(partitions(connection, "measurements"))
@@ -138,6 +153,9 @@ def main() -> int:
                         f"{timeline:.1f}",
                         str(pruned),
                         f"{prune_ms:,.0f}",
+                        f"{removed:,}",
+                        f"{removed / (prune_ms / 1000):,.0f}" if prune_ms else "-",
+                        f"{longest_ms:,.0f}",
                         f"{wal / 1024:,.0f}",
                         str(emptied),
                         str(dropped),
@@ -165,6 +183,9 @@ def main() -> int:
             "timeline ms",
             "runs pruned",
             "prune ms",
+            "rows removed",
+            "rows/s",
+            "longest lock ms",
             "prune WAL KiB",
             "ranges dropped whole",
             "partitions dropped",

@@ -76,6 +76,9 @@ class DetachedPartitions:
     reports: int = 0
     #: Ranges whose partitions stayed locked by other transactions on every try.
     busy: list[str] = field(default_factory=list)
+    #: The longest transaction that removed a range (seconds): the parents stay locked
+    #: for all of it.
+    longest_transaction_s: float = 0.0
 
 
 def closed_ranges(connection: Connection) -> list[RunRange]:
@@ -142,6 +145,7 @@ def detach_expired_partitions(engine: Engine, cutoff: float) -> DetachedPartitio
         ]
     for run_range in candidates:
         for attempt in range(TRIES):
+            started = time.perf_counter()
             try:
                 with engine.begin() as connection:
                     removed = _detach(connection, run_range, cutoff)
@@ -153,6 +157,8 @@ def detach_expired_partitions(engine: Engine, cutoff: float) -> DetachedPartitio
                 else:
                     time.sleep(PAUSE_S)
                 continue
+            took = time.perf_counter() - started
+            outcome.longest_transaction_s = max(outcome.longest_transaction_s, took)
             if removed is not None:
                 outcome.partitions += [run_range.measurements, run_range.reports]
                 outcome.runs += removed[0]

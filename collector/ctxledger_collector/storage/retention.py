@@ -54,6 +54,9 @@ class PruneOutcome:
     #: Partitions detached and dropped whole (PostgreSQL), their runs and reports counted
     #: above; ``partitions_dropped`` are those the row-by-row pass left empty.
     partitions_detached: list[str] = field(default_factory=list)
+    #: The longest transaction (seconds): how long ingest of the runs it held, or of any
+    #: run while a range was detached (the parents locked), could wait on retention.
+    longest_transaction_s: float = 0.0
 
 
 def parse_age(text_value: str) -> float:
@@ -131,6 +134,7 @@ def prune(
             detached = detach_expired_partitions(engine, cutoff)
         outcome.partitions_detached = detached.partitions
         outcome.runs, outcome.reports = detached.runs, detached.reports
+        outcome.longest_transaction_s = detached.longest_transaction_s
     after = 0
     while True:
         with engine.connect() as connection:
@@ -144,7 +148,10 @@ def prune(
         after = candidates[-1][0]
         for batch in chunks(candidates, batch_runs):
             with writer or contextlib.nullcontext(), engine.begin() as connection:
+                started = time.perf_counter()
                 runs, reports = _remove_runs(connection, batch, cutoff)
+            took = time.perf_counter() - started
+            outcome.longest_transaction_s = max(outcome.longest_transaction_s, took)
             outcome.runs += runs
             outcome.reports += reports
             outcome.batches += 1
