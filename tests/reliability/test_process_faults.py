@@ -18,7 +18,7 @@ from tests.reliability.kit import Load, ServeProcess, stored_span_ids, wait_unti
 _ALERTS = """\
 group_window_s: 1
 rules:
-  - name: lost-silently
+  - name: silent-dropped-orphaned
     verdicts: [silent, dropped, orphaned]
     severity: critical
 sinks:
