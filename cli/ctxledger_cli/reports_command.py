@@ -9,6 +9,7 @@ import sys
 import urllib.error
 from typing import Any
 
+from ctxledger.visible import visible
 from ctxledger_cli.query_api import report_page
 
 DESCRIPTION = (
@@ -77,10 +78,11 @@ def _detail(error: urllib.error.HTTPError) -> str:
 
 
 def table(reports: list[dict[str, Any]]) -> list[str]:
-    """The reports as aligned columns under a header; a first loss is marked ``*``."""
+    """The reports as aligned columns under a header; a first loss is marked ``*``. Names
+    are shown ``visible`` (a right-to-left override cannot make one pass for another)."""
     rows = [[*(c.upper() for c in COLUMNS), "FIRST_LOST"]]
     for report in reports:
-        cells = ["-" if report.get(c) is None else str(report[c]) for c in COLUMNS]
+        cells = ["-" if report.get(c) is None else visible(report[c]) for c in COLUMNS]
         rows.append([*cells, "*" if report.get("first_lost") else ""])
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return [

@@ -1,48 +1,19 @@
-"""Names as the characters they are: a character that is invisible, or that reorders the
-text around it, is shown as a visible escape, so that one name cannot pass for another.
-
-A tool named ``safe\\u202etxt.exe`` reads "safeexe.txt" wherever the right-to-left
-override (U+202E) takes effect; shown here it reads ``safe⟨U+202E⟩txt.exe``. C0 control
-characters and DEL become their Control Pictures (ESC: ␛). Every other control character,
-every format character (Unicode category Cf: the bidi embeddings, overrides, isolates and
-marks, the zero-width space and joiners, the BOM, the word joiner, the soft hyphen, tags),
-the line and paragraph separators, lone surrogates and the fillers that draw as blanks
-become ``⟨U+XXXX⟩``. Everything else, Chinese included, is left as it is.
-
-Every name the dashboard shows (in markdown, tables, charts, select boxes) goes through
-``visible``; the links behind it keep the name itself.
+"""Names as the characters they are, in the dashboard: every name it shows (in markdown,
+tables, charts, select boxes) goes through :func:`ctxledger.visible.visible`, which shows
+a character that is invisible or reorders the text around it (``safe\\u202etxt.exe``
+reads ``safe⟨U+202E⟩txt.exe``) as a visible escape; the links behind a name keep the
+name itself.
 """
 
 from __future__ import annotations
 
-import unicodedata
 from typing import Any
 
 import pandas as pd
 
-_ESCAPED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
-#: Letters and marks that draw as nothing: the combining grapheme joiner, the Hangul
-#: fillers and the Khmer inherent vowels (Unicode's Default_Ignorable_Code_Point).
-_BLANK_LOOKING = frozenset({0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x3164, 0xFFA0})
+from ctxledger.visible import visible
 
-
-def _shown(char: str) -> str:
-    code = ord(char)
-    if code < 0x20:
-        return chr(0x2400 + code)  # the Control Pictures block
-    if code == 0x7F:
-        return "\u2421"
-    if unicodedata.category(char) in _ESCAPED_CATEGORIES or code in _BLANK_LOOKING:
-        return f"⟨U+{code:04X}⟩"
-    return char
-
-
-def visible(text: object) -> str:
-    """``text`` with its invisible and reordering characters shown as visible escapes."""
-    text = str(text)
-    if text.isprintable() and not any(ord(c) in _BLANK_LOOKING for c in text):
-        return text  # the common case: isprintable() is False for every Cc, Cf, Zl, Zp, Cs
-    return "".join(_shown(char) for char in text)
+__all__ = ["visible", "visible_data", "visible_frame"]
 
 
 def visible_data(value: Any) -> Any:

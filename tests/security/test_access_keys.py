@@ -18,6 +18,7 @@ from ctxledger_collector.ops.keys import KeySet, bearer_token, key_digest, new_k
 from ctxledger_collector.ops.settings import Settings
 from tests.collector.live_collector import LiveCollector
 from tests.collector.otlp_payloads import journey_spans, new_trace_id, proto_body
+from tests.reliability.kit import ServeProcess
 
 PROTOBUF = {"content-type": "application/x-protobuf"}
 INGEST_KEY, INGEST_KEY_NEXT = new_key(), new_key()
@@ -155,3 +156,34 @@ def test_key_sets_and_bearer_headers() -> None:
     assert bearer_token("Basic tok") is None and bearer_token("Bearer") is None
     assert bearer_token(None) is None
     assert new_key() != new_key() and new_key().startswith("ctxl_")
+
+
+def test_a_real_serve_process_challenges_and_takes_a_lower_case_scheme(tmp_path: Path) -> None:
+    """`ctxledger serve` as deployed (keys from the environment): every keyed endpoint,
+    `/metrics` included, answers 401 with `WWW-Authenticate: Bearer realm="ctxledger"`,
+    and takes `authorization: bearer <key>` (RFC 9110: the scheme is case-insensitive)."""
+    env = {
+        "CTXLEDGER_DATABASE_URL": f"sqlite:///{tmp_path / 'ctxledger.db'}",
+        "CTXLEDGER_API_KEYS": INGEST_KEY,
+        "CTXLEDGER_READ_KEYS": key_digest(READ_KEY_NEW),
+    }
+    collector = ServeProcess(env, tmp_path / "serve.log").start()
+    try:
+        with httpx.Client(base_url=collector.url) as http:
+            keyed = [*_api_paths(http), "/metrics"]
+            challenge = 'Bearer realm="ctxledger"'
+            for headers in ({}, bearer("wrong")):
+                answer = _ingest(collector.url, headers)
+                assert answer.status_code == 401
+                assert answer.headers["www-authenticate"] == challenge
+                for path in keyed:
+                    answer = http.get(path, headers=headers)
+                    assert answer.status_code == 401, (path, answer.text)
+                    assert answer.headers["www-authenticate"] == challenge, path
+            lower = {"authorization": f"bearer {INGEST_KEY}"}
+            assert _ingest(collector.url, lower).status_code == 200
+            for path in keyed:
+                answer = http.get(path, headers={"authorization": f"bearer {READ_KEY_NEW}"})
+                assert answer.status_code != 401, (path, answer.text)
+    finally:
+        collector.stop()

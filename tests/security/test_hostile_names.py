@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -338,3 +339,34 @@ def test_chromium_incidents_page_shows_a_right_to_left_override_visibly(
     assert runs_agent in drawn["table"]
     everything = body + "".join(drawn["chart"] + drawn["table"])
     assert not set(INVISIBLE) & set(everything)
+
+
+def test_the_reports_command_shows_bidi_and_invisible_characters_as_visible_escapes(
+    stand: Stand,
+) -> None:
+    """`ctxledger reports`, run as the real command: the tool and call id that hide
+    characters are printed with each one escaped, and no such character reaches the
+    terminal."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ctxledger_cli",
+            "reports",
+            "--endpoint",
+            stand.collector.url,
+            "--tool",
+            INVISIBLE_TOOL,
+        ],
+        env={**os.environ, "CTXLEDGER_READ_KEY": READ_KEY},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    printed = done.stdout
+    assert "safe⟨U+202E⟩txt.exe" in printed
+    assert "call⟨U+202A⟩⟨U+2066⟩⟨U+200E⟩⟨U+2060⟩⟨U+00AD⟩" in printed
+    assert not set(INVISIBLE) & set(printed)
+    assert printed.splitlines()[-1] == "1 shown of 1 reports"

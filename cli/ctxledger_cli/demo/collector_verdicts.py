@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any, TextIO
 
 from ctxledger.verdicts import VERDICT_SEVERITY, worst
+from ctxledger.visible import visible
 from ctxledger_cli.demo.incidents import EXPECTED_VERDICTS
 from ctxledger_cli.query_api import fetch_reports
 
@@ -85,7 +86,8 @@ def print_verdicts(endpoint: str, out: TextIO, expected: Expectations | None = N
                 mark = "ok" if ok else f"EXPECTED {verdict_expected}"
                 lost = f"lost {report['lost_items']} items" if report["lost_items"] else ""
                 out.write(
-                    f"  {name:<26} {verdict:<9} {report['tool_name'] or '?'}[{call_id}] "
+                    f"  {name:<26} {verdict:<9} {visible(report['tool_name'] or '?')}"
+                    f"[{visible(call_id)}] "
                     f"step {_step_shown(report)} {lost}  ({mark})\n"
                 )
     out.write(f"  (+{quiet} intact calls alongside)\n")

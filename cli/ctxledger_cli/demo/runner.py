@@ -13,6 +13,7 @@ from collections.abc import Iterable
 
 import ctxledger
 from ctxledger.verdicts import Report
+from ctxledger.visible import visible
 from ctxledger_cli.demo.collector_verdicts import print_verdicts
 from ctxledger_cli.demo.incidents import run_all_incidents, skipped_incidents
 from ctxledger_cli.demo.real_agents import run_seed_004
@@ -89,6 +90,7 @@ def ledger_summary(reports: Iterable[Report], still_missing: Iterable[Report] = 
         steps = resent.get((r.trace_id, r.tool_call_id))
         again = f" (re-sent still missing at step {', '.join(steps)})" if steps else ""
         lines.append(
-            f"  {r.verdict:<9} {r.tool_name}[{r.tool_call_id}] lost {r.lost_items} items{again}"
+            f"  {r.verdict:<9} {visible(r.tool_name or '?')}[{visible(r.tool_call_id)}] "
+            f"lost {r.lost_items} items{again}"
         )
     return "\n".join(lines)

@@ -10,7 +10,8 @@ another address. Redirects are never followed (see ``sinks``).
 Addresses are read as the resolver reads them (``getaddrinfo``), never as text, so
 ``2852039166``, ``0xa9fea9fe`` or ``169.254.43518`` are 169.254.169.254, and IPv4
 addresses embedded in IPv6 ones are checked too. Forwarding uses the same checks
-(:mod:`ctxledger_collector.forwarding`); a sink or destination refused whatever DNS
+(:mod:`ctxledger_collector.forwarding`, which pins each attempt to the address it checked
+the same way); a sink or destination refused whatever DNS
 answers (:func:`static_problem`) stops the collector at start-up.
 """
 
@@ -153,6 +154,18 @@ def _netloc(address: IPAddress, port: int | None) -> str:
     return f"{literal}:{port}" if port is not None else literal
 
 
+def pinned_to(url: str, address: IPAddress) -> PinnedRequest:
+    """The request for ``url`` sent to ``address`` (one that was checked) itself."""
+    parts: SplitResult = urlsplit(url)
+    host_header = parts.netloc.rpartition("@")[2]
+    pinned = parts._replace(netloc=_netloc(address, parts.port))
+    return PinnedRequest(
+        url=urlunsplit(pinned),
+        host_header=host_header,
+        server_name=normal_host(parts.hostname or ""),
+    )
+
+
 def pin_destination(url: str, allow_loopback: bool) -> PinnedRequest:
     """The request to send for ``url``, or :class:`RefusedDestination` saying why not."""
     parts: SplitResult = urlsplit(url)
@@ -166,6 +179,4 @@ def pin_destination(url: str, allow_loopback: bool) -> PinnedRequest:
         raise RefusedDestination(f"the sink's {str(error).removeprefix('the ')}") from None
     except UnresolvedDestination as error:
         raise RefusedDestination(f"cannot resolve the sink's host: {error}") from None
-    host_header = parts.netloc.rpartition("@")[2]
-    pinned = parts._replace(netloc=_netloc(address, parts.port))
-    return PinnedRequest(url=urlunsplit(pinned), host_header=host_header, server_name=host)
+    return pinned_to(url, address)

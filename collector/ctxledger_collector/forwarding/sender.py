@@ -17,9 +17,11 @@ import httpx
 
 from ctxledger.__about__ import __version__
 from ctxledger_collector.alerts.destination_guard import (
+    PinnedRequest,
     RefusedDestination,
     UnresolvedDestination,
     checked_addresses,
+    pinned_to,
 )
 from ctxledger_collector.forwarding.destinations import Destination
 from ctxledger_collector.forwarding.queue import ForwardQueue, ForwardRequest
@@ -129,18 +131,19 @@ class DestinationSender:
                 return
 
     def _attempt(self, request: ForwardRequest) -> _Attempt:
-        refused = self._destination_refused()
-        if refused is not None:
-            return refused
-        headers = {"Content-Type": request.content_type}
+        pinned = self._pinned()
+        if isinstance(pinned, _Attempt):
+            return pinned
+        headers = {"Content-Type": request.content_type, "Host": pinned.host_header}
         if request.content_encoding is not None:
             headers["Content-Encoding"] = request.content_encoding
         try:
             response = self._http.post(
-                self.destination.url,
+                pinned.url,
                 content=request.body,
                 headers=headers,
                 timeout=self._attempt_timeout_s(),
+                extensions={"sni_hostname": pinned.server_name},
             )
         except httpx.HTTPError as error:  # refused, reset, timed out, ...
             return _Attempt(Verdict.RETRY, type(error).__name__)
@@ -150,19 +153,20 @@ class DestinationSender:
             response.headers.get("retry-after"),
         )
 
-    def _destination_refused(self) -> _Attempt | None:
+    def _pinned(self) -> PinnedRequest | _Attempt:
         """What the host resolves to now, checked before the request (and its headers)
-        leaves: a name that came to resolve to a metadata or link-local address is given
-        up on; one that does not resolve is retried."""
+        leaves, and the request sent to that checked address itself, so a second DNS
+        answer cannot swap in another: a name that came to resolve to a metadata or
+        link-local address is given up on; one that does not resolve is retried."""
         parts = urlsplit(self.destination.url)
         port = parts.port or (443 if parts.scheme == "https" else 80)
         try:
-            checked_addresses(parts.hostname or "", port, allow_loopback=True)
+            addresses = checked_addresses(parts.hostname or "", port, allow_loopback=True)
         except RefusedDestination as error:
             return _Attempt(Verdict.GIVE_UP, f"refused: {error}")
         except UnresolvedDestination:
             return _Attempt(Verdict.RETRY, "DNS lookup failed")
-        return None
+        return pinned_to(self.destination.url, addresses[0])
 
     def _attempt_timeout_s(self) -> float:
         if self._deadline is None:
