@@ -21,6 +21,7 @@ from ctxledger_collector.ops.database_start import database_problem
 from ctxledger_collector.ops.exposure import exposure_problem, is_loopback_host
 from ctxledger_collector.ops.listen_ports import reserve_ports
 from ctxledger_collector.ops.malloc_arenas import limit_malloc_arenas
+from ctxledger_collector.ops.malloc_mmap import fix_mmap_threshold
 from ctxledger_collector.ops.settings import Settings
 from ctxledger_collector.storage.database_url import redact_database_url, served_database_url
 
@@ -154,6 +155,7 @@ def serve(
                 )
         # Before the server's threads allocate (and before workers start: they inherit it).
         limit_malloc_arenas(settings.malloc_arenas)
+        fix_mmap_threshold(settings.malloc_mmap_threshold)
         if workers > 1:
             listen_socket.close()  # uvicorn's supervisor binds the port for its workers
             return _serve_workers(settings, host, port, log_level, workers, on_ready)

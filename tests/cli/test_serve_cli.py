@@ -33,7 +33,11 @@ def assert_verdict_lines(output: list[str]) -> None:
 
 def _env(database_url: str) -> dict[str, str]:
     return {
-        **{k: v for k, v in os.environ.items() if k != "MALLOC_ARENA_MAX"},
+        **{
+            k: v
+            for k, v in os.environ.items()
+            if k not in ("MALLOC_ARENA_MAX", "MALLOC_MMAP_THRESHOLD_")
+        },
         "CTXLEDGER_DATABASE_URL": database_url,
         "PYTHONPATH": os.pathsep.join([str(ROOT / d) for d in ("sdk", "collector", "cli")]),
     }
@@ -123,8 +127,11 @@ def test_serve_with_two_workers_on_postgres_judges_the_demo(postgres_url: str) -
         demo = _cli("demo", "--endpoint", f"http://127.0.0.1:{port}", database_url=postgres_url)
         assert demo.returncode == 0, demo.stdout + demo.stderr
         assert_verdict_lines(demo.stdout.splitlines())
-        # The workers started with glibc's arenas capped (CTXLEDGER_MALLOC_ARENAS, 2).
+        # The workers started with glibc's arenas capped (CTXLEDGER_MALLOC_ARENAS, 2) and
+        # its mmap threshold fixed (CTXLEDGER_MALLOC_MMAP_THRESHOLD, 1 MiB).
         assert _children_environment(process.pid, "MALLOC_ARENA_MAX") == ["2", "2"]
+        threshold = _children_environment(process.pid, "MALLOC_MMAP_THRESHOLD_")
+        assert threshold == [str(1 << 20)] * 2
     finally:
         process.send_signal(signal.SIGINT)
         try:

@@ -3,9 +3,9 @@ counted, the normal exports sent alongside by the stock exporter are all stored,
 refused bodies leave no memory behind (the process's VmRSS and VmHWM from /proc).
 
 Before the bounded inflater each refused 1 MiB -> 1 GiB bomb kept ~65 MiB until the
-garbage collector ran (10 bombs: +735 MiB). The memory bounds below are generous
-correctness bounds, not measurements: 20 bombs in a row, at 64 MiB kept per bomb, would
-be far past them.
+garbage collector ran (10 bombs: +735 MiB); before glibc's mmap threshold was fixed, the
+inflated pieces stayed resident in the heap beside the load's objects (100 bombs with
+load: +20 to +66 MiB). 100 bombs twice, in a row and alongside normal load.
 """
 
 from __future__ import annotations
@@ -19,7 +19,12 @@ from google.rpc import status_pb2
 from tests.reliability.kit import Load, ServeProcess, metric, stored_span_ids, wait_until
 
 MIB = 1 << 20
-BOMBS = 20
+BOMBS = 100
+#: The goals: the peak under 300 MiB, and the bombs in a row leaving the idle process
+#: within 20 MiB of before (alongside normal load, the load's own stored spans and caches
+#: add to it: 13-20 MiB for 20,000 spans without any bomb, bench/gzip_bombs.py).
+PEAK_MIB = 300
+KEPT_MIB = 20
 LIMIT = 64 * MIB  # CTXLEDGER_MAX_DECOMPRESSED_BYTES' default
 
 
@@ -114,6 +119,6 @@ def test_bombs_in_a_row_and_alongside_normal_load_are_refused_and_leave_no_memor
     assert warm_up.acked and load.acked and not load.failed
     stored = stored_span_ids(database_url)
     assert load.acked <= stored and warm_up.acked <= stored
-    assert after_in_a_row - before < 64, (before, after_in_a_row)
-    assert after_with_load - before < 96, (before, after_with_load)
-    assert peak - before < 4 * LIMIT / MIB, (before, peak)
+    assert after_in_a_row - before < KEPT_MIB, (before, after_in_a_row)
+    assert after_with_load - before < 2 * KEPT_MIB, (before, after_with_load)
+    assert peak < PEAK_MIB, (before, peak)

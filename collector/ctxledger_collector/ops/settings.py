@@ -78,6 +78,15 @@ class Settings(IngestSettings, ForwardSettings):
         "keep the peak memory under load lower and steadier; 0 leaves glibc's default (8 "
         "per CPU); an explicit MALLOC_ARENA_MAX wins",
     )
+    malloc_mmap_threshold: int = Field(
+        default=1024 * 1024,
+        ge=0,
+        le=32 * 1024 * 1024,
+        description="bytes from which glibc serves an allocation with a mapping of its own, "
+        "returned to the kernel when freed (fixed, so large request bodies never stay "
+        "resident in the heap); 0 leaves glibc's moving threshold; an explicit "
+        "MALLOC_MMAP_THRESHOLD_ wins",
+    )
     alerts_file: str | None = Field(
         default=None,
         description="alert rules (YAML or TOML); without it: alert on silent, dropped and "
