@@ -3,17 +3,12 @@ report (malloc_info), after threads that each allocate while all are alive."""
 
 from __future__ import annotations
 
-import json
-import os
 import platform
-import subprocess
-import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.collector.glibc_program import run_program
 
 pytestmark = pytest.mark.skipif(
     platform.libc_ver()[0] != "glibc", reason="malloc arenas are glibc's"
@@ -59,20 +54,7 @@ _PROGRAM = textwrap.dedent(
 
 
 def _run(argument: str, malloc_arena_max: str | None = None) -> dict[str, object]:
-    env = {k: v for k, v in os.environ.items() if k != "MALLOC_ARENA_MAX"}
-    env["PYTHONPATH"] = str(ROOT / "collector")
-    if malloc_arena_max is not None:
-        env["MALLOC_ARENA_MAX"] = malloc_arena_max
-    done = subprocess.run(
-        [sys.executable, "-c", _PROGRAM, argument],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    result: dict[str, object] = json.loads(done.stdout.splitlines()[-1])
-    return result
+    return run_program(_PROGRAM, argument, "MALLOC_ARENA_MAX", malloc_arena_max)
 
 
 def test_two_arenas_serve_eight_allocating_threads() -> None:

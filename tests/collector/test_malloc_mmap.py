@@ -4,17 +4,12 @@ mapping of its own (glibc's mallinfo2 counts them), so freeing it returns it."""
 
 from __future__ import annotations
 
-import json
-import os
 import platform
-import subprocess
-import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.collector.glibc_program import run_program
 
 pytestmark = pytest.mark.skipif(
     platform.libc_ver()[0] != "glibc", reason="the mmap threshold is glibc's"
@@ -46,20 +41,7 @@ _PROGRAM = textwrap.dedent(
 
 
 def _run(argument: str, threshold_env: str | None = None) -> dict[str, object]:
-    env = {k: v for k, v in os.environ.items() if k != "MALLOC_MMAP_THRESHOLD_"}
-    env["PYTHONPATH"] = str(ROOT / "collector")
-    if threshold_env is not None:
-        env["MALLOC_MMAP_THRESHOLD_"] = threshold_env
-    done = subprocess.run(
-        [sys.executable, "-c", _PROGRAM, argument],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    result: dict[str, object] = json.loads(done.stdout.splitlines()[-1])
-    return result
+    return run_program(_PROGRAM, argument, "MALLOC_MMAP_THRESHOLD_", threshold_env)
 
 
 def test_a_fixed_threshold_maps_a_large_block_after_a_larger_one_was_freed() -> None:

@@ -21,12 +21,12 @@ M_ARENA_MAX = -8
 ENVIRONMENT_VARIABLE = "MALLOC_ARENA_MAX"
 
 
-def limit_malloc_arenas(arenas: int) -> bool:
-    """Cap glibc's malloc arenas at ``arenas`` in this process and, through the
-    environment, in the processes it starts. False where nothing was done: ``arenas`` is
-    0, ``MALLOC_ARENA_MAX`` is already set (glibc applied it at start-up), or the C
-    library is not glibc."""
-    if arenas <= 0 or ENVIRONMENT_VARIABLE in os.environ or not sys.platform.startswith("linux"):
+def set_malloc_option(parameter: int, value: int, environment_variable: str) -> bool:
+    """Set glibc's malloc ``parameter`` to ``value`` in this process (``mallopt``) and,
+    through ``environment_variable`` (the one glibc reads at start-up), in the processes
+    it starts. False where nothing was done: ``value`` is 0, the variable is already set
+    (glibc applied the operator's value at start-up), or the C library is not glibc."""
+    if value <= 0 or environment_variable in os.environ or not sys.platform.startswith("linux"):
         return False
     try:
         mallopt = ctypes.CDLL(None).mallopt
@@ -34,7 +34,12 @@ def limit_malloc_arenas(arenas: int) -> bool:
         return False
     mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
     mallopt.restype = ctypes.c_int
-    if mallopt(M_ARENA_MAX, arenas) != 1:
+    if mallopt(parameter, value) != 1:
         return False
-    os.environ[ENVIRONMENT_VARIABLE] = str(arenas)
+    os.environ[environment_variable] = str(value)
     return True
+
+
+def limit_malloc_arenas(arenas: int) -> bool:
+    """Cap glibc's malloc arenas at ``arenas`` (see :func:`set_malloc_option`)."""
+    return set_malloc_option(M_ARENA_MAX, arenas, ENVIRONMENT_VARIABLE)

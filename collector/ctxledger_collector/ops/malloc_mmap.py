@@ -12,9 +12,7 @@ moving of it off) they leave nothing beyond the load's own 13-20 MiB.
 
 from __future__ import annotations
 
-import ctypes
-import os
-import sys
+from ctxledger_collector.ops.malloc_arenas import set_malloc_option
 
 #: glibc's mallopt parameter for the mmap threshold (malloc.h).
 M_MMAP_THRESHOLD = -3
@@ -24,22 +22,6 @@ ENVIRONMENT_VARIABLE = "MALLOC_MMAP_THRESHOLD_"
 
 def fix_mmap_threshold(threshold_bytes: int) -> bool:
     """Serve every allocation of ``threshold_bytes`` or more with a mapping of its own,
-    in this process and, through the environment, in the processes it starts. False
-    where nothing was done: ``threshold_bytes`` is 0, ``MALLOC_MMAP_THRESHOLD_`` is
-    already set (glibc applied it at start-up), or the C library is not glibc."""
-    if (
-        threshold_bytes <= 0
-        or ENVIRONMENT_VARIABLE in os.environ
-        or not sys.platform.startswith("linux")
-    ):
-        return False
-    try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):  # musl and other C libraries have no mallopt
-        return False
-    mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
-    mallopt.restype = ctypes.c_int
-    if mallopt(M_MMAP_THRESHOLD, threshold_bytes) != 1:
-        return False
-    os.environ[ENVIRONMENT_VARIABLE] = str(threshold_bytes)
-    return True
+    in this process and the processes it starts (see
+    :func:`~ctxledger_collector.ops.malloc_arenas.set_malloc_option`)."""
+    return set_malloc_option(M_MMAP_THRESHOLD, threshold_bytes, ENVIRONMENT_VARIABLE)
