@@ -246,6 +246,9 @@ SOURCE_OPENLLMETRY: Final = "openllmetry"
 """OpenLLMetry's indexed ``gen_ai.prompt.{i}.*`` attributes and ``traceloop`` tool spans."""
 SOURCE_OPENINFERENCE: Final = "openinference"
 """OpenInference ``LLM`` and ``TOOL`` spans."""
+SOURCE_VERCEL_AI: Final = "vercel_ai"
+"""The Vercel AI SDK's own ``ai.*`` spans (``ai.generateText.doGenerate``,
+``ai.streamText.doStream``, ``ai.toolCall``)."""
 TELEMETRY_CUT: Final = "ctxledger.telemetry.cut"
 """*Extension.* Why the telemetry itself could not show this value whole (an attribute
 length limit, evicted attributes, content stored off span). Such evidence is never
@@ -361,6 +364,27 @@ OUTPUT_MIME_TYPE: Final = "output.mime_type"
 MIME_JSON: Final = "application/json"
 OPENINFERENCE_REDACTED: Final = "__REDACTED__"
 """What OpenInference writes instead of a value its ``OPENINFERENCE_HIDE_*`` settings hide."""
+
+# --- the Vercel AI SDK's ai.* spans (read, never written) ----------------------------
+AI_OPERATION_ID: Final = "ai.operationId"
+"""``ai.generateText.doGenerate``, ``ai.streamText.doStream``, ``ai.toolCall``, …"""
+AI_MODEL_REQUEST_SUFFIXES: Final = (".doGenerate", ".doStream")
+"""The operation ids of one provider call (an LLM request); the others wrap them."""
+AI_TOOL_CALL: Final = "ai.toolCall"
+AI_PROMPT_MESSAGES: Final = "ai.prompt.messages"
+"""JSON: the prompt as handed to the provider (``role``, ``content`` parts of type
+``text``, ``tool-call``, ``tool-result``)."""
+AI_RESPONSE_TOOL_CALLS: Final = "ai.response.toolCalls"
+"""JSON: ``[{"toolCallId", "toolName", "input"}]`` (``args`` before AI SDK 5)."""
+AI_MODEL_ID: Final = "ai.model.id"
+AI_USAGE_INPUT_TOKENS: Final = ("ai.usage.inputTokens", "ai.usage.promptTokens")
+AI_TOOL_CALL_ID: Final = "ai.toolCall.id"
+AI_TOOL_CALL_NAME: Final = "ai.toolCall.name"
+AI_TOOL_CALL_ARGUMENTS: Final = ("ai.toolCall.args", "ai.toolCall.input")
+AI_TOOL_CALL_RESULT: Final = ("ai.toolCall.result", "ai.toolCall.output")
+AI_SCOPES: Final = frozenset({"ai", "gen_ai"})
+"""The tracer names of the AI SDK: ``ai`` (its ``ai.*`` spans, ``LegacyOpenTelemetry``
+in AI SDK 7) and ``gen_ai`` (``@ai-sdk/otel``'s ``OpenTelemetry``: GenAI spans)."""
 
 # --- OpenLLMetry (traceloop) tool spans (read, never written) ------------------------
 TRACELOOP_SPAN_KIND: Final = "traceloop.span.kind"

@@ -1,6 +1,7 @@
 """Derive stage measurements and manifests from spans that never met the ctxledger SDK:
 OpenTelemetry GenAI inference and ``execute_tool`` spans (and the older forms real
-packages emit), OpenInference ``LLM`` and ``TOOL`` spans. Pure: a span in, rule records
+packages emit), OpenInference ``LLM`` and ``TOOL`` spans, the Vercel AI SDK's ``ai.*``
+spans. Pure: a span in, rule records
 out, the message content parsed in memory and dropped (kept only when the operator opts
 in). The rules (:mod:`ctxledger.verdicts`) then judge them as they judge the SDK's.
 
@@ -27,6 +28,7 @@ from ctxledger_collector.derive.received import received_record
 from ctxledger_collector.derive.records import request_records, tool_record
 from ctxledger_collector.derive.spans import SourceSpan, SpanEvent
 from ctxledger_collector.derive.tool_outputs import read_tool_output
+from ctxledger_collector.derive.vercel_ai import is_model_call, read_vercel_ai
 
 __all__ = [
     "Derived",
@@ -56,6 +58,7 @@ def may_derive(attributes: dict[str, Any]) -> bool:
         sc.GEN_AI_OPERATION_NAME in attributes
         or sc.OPENINFERENCE_SPAN_KIND in attributes
         or sc.TRACELOOP_SPAN_KIND in attributes
+        or sc.AI_OPERATION_ID in attributes
         or has_openllmetry_prompts(attributes)
     )
 
@@ -63,14 +66,22 @@ def may_derive(attributes: dict[str, Any]) -> bool:
 def _exchange(span: SourceSpan) -> tuple[Exchange, str, str | None] | None:
     attrs = span.attributes
     model = attrs.get(sc.REQUEST_MODEL)
+    operation = attrs.get(sc.GEN_AI_OPERATION_NAME)
     if attrs.get(sc.OPENINFERENCE_SPAN_KIND) == sc.OPENINFERENCE_LLM:
         model = attrs.get(sc.LLM_MODEL_NAME) or model
         exchange, source = read_openinference(span), sc.SOURCE_OPENINFERENCE
+    elif is_model_call(attrs):
+        model = model or attrs.get(sc.AI_MODEL_ID)
+        exchange, source = read_vercel_ai(span), sc.SOURCE_VERCEL_AI
+    elif operation is not None and operation not in sc.GEN_AI_INFERENCE_OPERATIONS:
+        # An agent, a step, an embedding: not one LLM request. An agent span's messages
+        # are the whole run's, and its response lists every call the run issued.
+        return None
     elif sc.GEN_AI_INPUT_MESSAGES in attrs or sc.GEN_AI_OUTPUT_MESSAGES in attrs:
         exchange, source = read_genai(span)
     elif has_openllmetry_prompts(attrs):
         exchange, source = read_openllmetry(span), sc.SOURCE_OPENLLMETRY
-    elif attrs.get(sc.GEN_AI_OPERATION_NAME) in sc.GEN_AI_INFERENCE_OPERATIONS:
+    elif operation in sc.GEN_AI_INFERENCE_OPERATIONS:
         exchange, source = read_genai(span)
     else:
         return None

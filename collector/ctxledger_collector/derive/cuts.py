@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
+from ctxledger.semconv import AI_SCOPES as AI_SDK_SCOPES
+
 #: Value length limits commonly configured (powers of two, their off-by-one forms, round
 #: numbers). A tool result exactly this long is taken for a cut one.
 COMMON_LIMITS = frozenset(
@@ -87,6 +89,11 @@ OPENINFERENCE_HIDDEN_BY = {
     "input messages": "OPENINFERENCE_HIDE_INPUT_MESSAGES",
     "input text": "OPENINFERENCE_HIDE_INPUT_TEXT",
 }
+VERCEL_AI_FIX = (
+    "the Vercel AI SDK records prompts, responses and tool results on its spans only with "
+    "experimental_telemetry recordInputs and recordOutputs true (the default; false keeps "
+    "them off)"
+)
 _OPENLLMETRY_SIGNS = ("gen_ai.is_streaming", "llm.is_streaming", "llm.request.type")
 
 
@@ -116,14 +123,26 @@ def _openllmetry(scope: str | None, attributes: Mapping[str, Any]) -> bool:
     )
 
 
+def _vercel_ai(scope: str | None) -> bool:
+    return scope in AI_SDK_SCOPES
+
+
+def vercel_ai_no_content(attribute: str) -> str:
+    return f"the span carries no {attribute} (content capture is off): {VERCEL_AI_FIX}"
+
+
 def no_messages(scope: str | None, attributes: Mapping[str, Any]) -> str:
     """Why an inference span shows no messages at all, and the setting that adds them."""
+    if _vercel_ai(scope):
+        return vercel_ai_no_content("gen_ai.input.messages")
     fix = OPENLLMETRY_FIX if _openllmetry(scope, attributes) else OTEL_GENAI_FIX
     return f"the span carries no gen_ai.input.messages (content capture is off): {fix}"
 
 
 def no_content(attribute: str, scope: str | None, attributes: Mapping[str, Any]) -> str:
     """A tool span without its result: the instrumentation's setting, where it is known."""
+    if _vercel_ai(scope):
+        return vercel_ai_no_content(attribute)
     if _openllmetry(scope, attributes):
         fix = OPENLLMETRY_FIX
     else:

@@ -41,6 +41,11 @@ def arguments_signature(name: str | None, arguments: Any) -> int:
     return int.from_bytes(digest, "big", signed=True)
 
 
+def _first_present(attributes: dict[str, Any], keys: tuple[str, ...]) -> str:
+    """The first of a value's spellings the span has (else the current one)."""
+    return next((k for k in keys if k in attributes), keys[0])
+
+
 def _str(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
@@ -70,6 +75,12 @@ def read_tool_output(span: SourceSpan) -> ToolOutput | None:
         return _tool_span(
             span, sc.TOOL_CALL_ID, sc.TOOL_NAME, sc.GEN_AI_TOOL_CALL_ARGUMENTS,
             sc.GEN_AI_TOOL_CALL_RESULT, sc.SOURCE_GENAI,
+        )  # fmt: skip
+    if attrs.get(sc.AI_OPERATION_ID) == sc.AI_TOOL_CALL:
+        return _tool_span(
+            span, sc.AI_TOOL_CALL_ID, sc.AI_TOOL_CALL_NAME,
+            _first_present(attrs, sc.AI_TOOL_CALL_ARGUMENTS),
+            _first_present(attrs, sc.AI_TOOL_CALL_RESULT), sc.SOURCE_VERCEL_AI,
         )  # fmt: skip
     if attrs.get(sc.OPENINFERENCE_SPAN_KIND) == sc.OPENINFERENCE_TOOL:
         return _tool_span(

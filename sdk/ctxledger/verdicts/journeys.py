@@ -72,7 +72,17 @@ class CallEvidence:
         manifest = self.manifests.get(request_id)
         if manifest is not None and mentions(manifest, self.call_id):
             return True
-        return request_id in self.following
+        return self.expects(request_id)
+
+    def expects(self, request_id: str) -> bool:
+        """The request should carry the call's result: it follows the call's origin, and
+        its own response did not issue the call. A request never carries the result of a
+        call it issued, whatever its span's times say (a second copy of the issuing
+        request, or an agent span listing every call of its run, may sit later)."""
+        if request_id not in self.following:
+            return False
+        manifest = self.manifests.get(request_id)
+        return manifest is None or self.call_id not in (manifest.issued_calls or ())
 
 
 @dataclass(frozen=True)
@@ -125,7 +135,7 @@ def judge_call(
                 key=lambda m: (m.order, m.stage),
             ),
             evidence.manifests.get(request_id) if request_id else None,
-            request_id in evidence.following,
+            evidence.expects(request_id) if request_id else False,
             tolerances,
             now,
             evidence.unseen if request_id is None and waits_for_unseen(evidence.before) else None,
