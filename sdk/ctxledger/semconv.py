@@ -253,6 +253,10 @@ TELEMETRY_CUT: Final = "ctxledger.telemetry.cut"
 """*Extension.* Why the telemetry itself could not show this value whole (an attribute
 length limit, evicted attributes, content stored off span). Such evidence is never
 judged as pipeline loss: the journey is ``unauditable``."""
+HIDDEN_TOOL_RUN_PREFIX: Final = "tool-span:"
+"""*Extension.* The call id the collector gives a tool run whose telemetry names no call
+and hid its output (``tool-span:<span id>``): no call will ever match it and no request
+will carry it by that id, so its journey is judged at once, ``unauditable``."""
 MATCH_INFERRED: Final = "ctxledger.match.inferred"
 """*Extension.* True on a stage whose tool call id was inferred (a tool span without a
 call id, matched by tool name, canonical arguments and order within the trace)."""

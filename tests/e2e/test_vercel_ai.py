@@ -23,8 +23,8 @@ from ctxledger_collector.ops.settings import Settings
 from tests.collector.conftest import fresh_postgres_database
 from tests.collector.live_collector import LiveCollector
 
+from .cached_installs import prepared_node_project, require_node
 from .helpers import REPO_ROOT
-from .node_project import prepared_project, require_node
 
 PROJECT = REPO_ROOT / "tests" / "e2e" / "vercel_ai"
 #: Case -> the verdict of its call's journey (the one in the request that carried it).
@@ -64,7 +64,7 @@ def collectors(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, L
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     require_node()
-    return prepared_project(PROJECT, tmp_path_factory.mktemp("vercel-ai-agent"))
+    return prepared_node_project(PROJECT, tmp_path_factory.mktemp("vercel-ai-agent"))
 
 
 def run_agent(project: Path, integration: str, collectors: dict[str, LiveCollector]) -> Any:

@@ -94,6 +94,13 @@ VERCEL_AI_FIX = (
     "experimental_telemetry recordInputs and recordOutputs true (the default; false keeps "
     "them off)"
 )
+PYDANTIC_AI_FIX = (
+    "pydantic-ai records prompts, tool arguments and results only with "
+    "InstrumentationSettings(include_content=True) (the default; include_content=False "
+    "keeps them off)"
+)
+#: The tracer name pydantic-ai's instrumentation (and Logfire's) uses.
+PYDANTIC_AI_SCOPE = "pydantic-ai"
 _OPENLLMETRY_SIGNS = ("gen_ai.is_streaming", "llm.is_streaming", "llm.request.type")
 
 
@@ -135,6 +142,10 @@ def no_messages(scope: str | None, attributes: Mapping[str, Any]) -> str:
     """Why an inference span shows no messages at all, and the setting that adds them."""
     if _vercel_ai(scope):
         return vercel_ai_no_content("gen_ai.input.messages")
+    if scope == PYDANTIC_AI_SCOPE:
+        return (
+            f"the span carries no gen_ai.input.messages (content capture is off): {PYDANTIC_AI_FIX}"
+        )
     fix = OPENLLMETRY_FIX if _openllmetry(scope, attributes) else OTEL_GENAI_FIX
     return f"the span carries no gen_ai.input.messages (content capture is off): {fix}"
 
@@ -143,6 +154,8 @@ def no_content(attribute: str, scope: str | None, attributes: Mapping[str, Any])
     """A tool span without its result: the instrumentation's setting, where it is known."""
     if _vercel_ai(scope):
         return vercel_ai_no_content(attribute)
+    if scope == PYDANTIC_AI_SCOPE:
+        return f"the span carries no {attribute} (content capture is off): {PYDANTIC_AI_FIX}"
     if _openllmetry(scope, attributes):
         fix = OPENLLMETRY_FIX
     else:

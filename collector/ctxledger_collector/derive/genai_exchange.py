@@ -5,12 +5,15 @@ where an uploading hook stored them."""
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 
 from ctxledger import semconv as sc
 from ctxledger_collector.derive import cuts
 from ctxledger_collector.derive.json_prefix import complete_elements
 from ctxledger_collector.derive.messages import (
+    VALUE_NOT_CAPTURED,
     Exchange,
     Message,
     as_text,
@@ -67,11 +70,21 @@ def read_genai(span: SourceSpan) -> tuple[Exchange, str]:
             )
         if raw_input is None:
             exchange.input_cut = _missing(span)
+        _name_the_setting(span, exchange.input or ())
         return exchange, sc.SOURCE_GENAI
     if _read_events(span.events, exchange):
         return exchange, sc.SOURCE_GENAI_EVENTS
     exchange.input_cut = _missing(span) or cuts.no_messages(span.scope_name, attrs)
     return exchange, sc.SOURCE_GENAI
+
+
+def _name_the_setting(span: SourceSpan, messages: Iterable[Message]) -> None:
+    """Results whose parts carry no value: say which setting of the emitter records it."""
+    for message in messages:
+        for index, result in enumerate(message.results):
+            if result.cut == VALUE_NOT_CAPTURED:
+                why = cuts.no_content("tool_call_response value", span.scope_name, span.attributes)
+                message.results[index] = replace(result, cut=why)
 
 
 def _missing(span: SourceSpan) -> str | None:

@@ -20,6 +20,11 @@ class ToolCall:
     """As the span gave them: a JSON string, or an already parsed value."""
 
 
+#: The ``cut`` of a tool result part that carries no value at all (content capture off);
+#: the reader that knows the span replaces it by the setting to change.
+VALUE_NOT_CAPTURED = "the tool_call_response part carries no value (content capture is off)"
+
+
 @dataclass(frozen=True)
 class ToolResult:
     id: str | None
@@ -88,8 +93,11 @@ def _parts_message(raw: dict[str, Any]) -> Message:
                 ToolCall(_id(part.get("id")), _id(part.get("name")), part.get("arguments"))
             )
         elif kind == sc.GEN_AI_PART_TOOL_CALL_RESPONSE:
-            value = next((part[k] for k in sc.GEN_AI_TOOL_RESPONSE_KEYS if k in part), None)
-            message.results.append(ToolResult(_id(part.get("id")), as_text(value)))
+            key = next((k for k in sc.GEN_AI_TOOL_RESPONSE_KEYS if k in part), None)
+            if key is None:  # content capture off: the part says only which call it answers
+                message.results.append(ToolResult(_id(part.get("id")), "", VALUE_NOT_CAPTURED))
+            else:
+                message.results.append(ToolResult(_id(part.get("id")), as_text(part[key])))
     return message
 
 

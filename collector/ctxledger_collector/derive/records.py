@@ -17,6 +17,7 @@ later request of the same conversation repeats, even when its history was rebuil
 from __future__ import annotations
 
 import hashlib
+from dataclasses import replace
 
 import orjson
 
@@ -217,4 +218,15 @@ def tool_record(
     )
     if output.call_id is not None:
         return stage
+    if output.text is None:
+        # The telemetry names no call and hid the output: the settings that hide a tool's
+        # output hide the responses that issued the calls too, so no call will ever match
+        # this run, yet it happened and its result went somewhere. Its journey is its own,
+        # not auditable, so that a run with content off never looks clean.
+        keyed = replace(
+            stage.measurement,
+            tool_call_id=f"{sc.HIDDEN_TOOL_RUN_PREFIX}{span.span_id}",
+            inferred=False,
+        )
+        return DerivedStage(keyed, stage.text)
     return UnmatchedTool(arguments_signature(output.name, output.arguments), span.started_us, stage)

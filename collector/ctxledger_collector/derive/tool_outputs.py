@@ -97,9 +97,37 @@ def _tool_span(
     attrs = span.attributes
     arguments = attrs.get(arguments_key)
     text, cut = _result(span, result_key, arguments)
-    return ToolOutput(
-        _str(attrs.get(id_key)), _str(attrs.get(name_key)), arguments, text, cut, source
-    )
+    call_id = _str(attrs.get(id_key))
+    if call_id is None and text is not None and cut is None:
+        message = _langchain_tool_message(text)
+        if message is not None:
+            call_id, text = message
+    return ToolOutput(call_id, _str(attrs.get(name_key)), arguments, text, cut, source)
+
+
+def _langchain_tool_message(text: str) -> tuple[str, str] | None:
+    """LangChain's tool runs (OpenInference's ``TOOL`` spans name no ``tool.id``) record
+    the ``ToolMessage`` the tool returned, serialized: ``{"type": "tool", "data":
+    {"content", "tool_call_id", ...}}``. Its call id and its content as the model sees it,
+    or None when the output is not such a message."""
+    if not text.startswith('{"type": "tool"'):
+        return None
+    try:
+        document = parse_json(text)
+    except ValueError:
+        return None
+    data = document.get("data") if isinstance(document, dict) else None
+    if not isinstance(data, dict) or document.get("type") != "tool":
+        return None
+    call_id = _str(data.get("tool_call_id"))
+    content = data.get("content")
+    if call_id is None or content is None:
+        return None
+    if isinstance(content, list):  # content blocks: the texts the model reads
+        texts = [b.get("text") if isinstance(b, dict) else b for b in content]
+        if all(isinstance(t, str) for t in texts):
+            return call_id, "".join(str(t) for t in texts)
+    return call_id, as_text(content)
 
 
 def _traceloop(span: SourceSpan) -> ToolOutput:

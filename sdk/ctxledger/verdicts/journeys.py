@@ -232,7 +232,15 @@ def _judge_journey(
     reached_model = any(m.order >= semconv.BUILTIN_STAGE_ORDER[semconv.STAGE_SENT] for m in stages)
     if manifest is not None and call_id in manifest.results:
         reached_model = True
-    if not reached_model and manifest is None and stages and unseen_request is None:
+    # A hidden tool run (its call unknown) has no later stages to wait for.
+    hidden_run = call_id.startswith(semconv.HIDDEN_TOOL_RUN_PREFIX)
+    if (
+        not reached_model
+        and manifest is None
+        and stages
+        and unseen_request is None
+        and not hidden_run
+    ):
         waited = None if now is None else now - max(m.observed_at for m in stages)
         if waited is not None and waited >= tol.incomplete_after_s:
             findings.append((semconv.VERDICT_INCOMPLETE, None))

@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 from ctxledger_cli.provider import ProviderStandIn, ToolCall
-from tests.e2e.node_project import prepared_project
+from tests.e2e.cached_installs import prepared_node_project
 
 HERE = Path(__file__).parent
 PROJECT = HERE.parents[1] / "e2e" / "vercel_ai"
@@ -27,7 +27,7 @@ CASES = "stream-cut,generate-marker,generate-whole-off"
 def main() -> None:
     script = [ToolCall("search_orders", {"status": "refunding"}), "Orders A-0000 to A-0039."]
     with ProviderStandIn(script=script, loop=True) as llm, tempfile.TemporaryDirectory() as work:
-        project = prepared_project(PROJECT, Path(work))
+        project = prepared_node_project(PROJECT, Path(work))
         for flavour in ("otel", "legacy"):
             target = HERE / f"vercel_ai_{flavour}.json"
             subprocess.run(

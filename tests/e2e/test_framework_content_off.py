@@ -1,0 +1,165 @@
+"""Agent frameworks audited from their own telemetry, content on and off: a LangChain tool
+loop traced by OpenInference's LangChain instrumentation, and a pydantic-ai agent traced
+by its own instrumentation. The real packages run in a virtual environment of their own
+(tests/e2e/frameworks/requirements.txt, cached), against the provider stand-in, into
+real collectors on SQLite and PostgreSQL at once. With content kept off the spans, every
+run is ``unauditable`` as soon as its spans are in, naming the setting to change, and
+never looks clean."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from ctxledger import semconv as sc
+from ctxledger_cli.provider import ProviderStandIn, ToolCall
+from ctxledger_collector.ops.settings import Settings
+from tests.collector.conftest import fresh_postgres_database
+from tests.collector.live_collector import LiveCollector
+
+from .cached_installs import installed_python
+from .helpers import REPO_ROOT
+
+FRAMEWORKS = REPO_ROOT / "tests" / "e2e" / "frameworks"
+#: What each pipeline's journey must be judged, and the items it lost.
+PIPELINES = {
+    "whole": (sc.VERDICT_INTACT, 0),
+    "cut": (sc.VERDICT_SILENT, 25),
+    "marker": (sc.VERDICT_DECLARED, 30),
+}
+INCLUDE_CONTENT = "include_content=True"
+#: OpenInference settings (all true) -> the setting the unauditable report must name.
+LANGCHAIN_HIDDEN = {
+    "OPENINFERENCE_HIDE_INPUTS": "OPENINFERENCE_HIDE_INPUTS",
+    "OPENINFERENCE_HIDE_INPUT_MESSAGES": "OPENINFERENCE_HIDE_INPUT_MESSAGES",
+    "OPENINFERENCE_HIDE_OUTPUTS": "OPENINFERENCE_HIDE_OUTPUTS",
+    "OPENINFERENCE_HIDE_INPUTS,OPENINFERENCE_HIDE_OUTPUTS": "OPENINFERENCE_HIDE_OUTPUTS",
+}
+
+
+@pytest.fixture(scope="module")
+def collectors(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, LiveCollector]]:
+    """Collectors that never sweep during the test: a verdict seen is the first one."""
+    sqlite = f"sqlite:///{tmp_path_factory.mktemp('frameworks') / 'ctxledger.db'}"
+    with fresh_postgres_database() as postgres:
+        running = [
+            LiveCollector(Settings(database_url=url, auto_migrate=True, sweep_interval_s=3600))
+            for url in (sqlite, postgres)
+        ]
+        for collector in running:
+            collector.__enter__()
+        try:
+            yield dict(zip(("sqlite", "postgresql"), running, strict=True))
+        finally:
+            for collector in running:
+                collector.__exit__(None, None, None)
+
+
+@pytest.fixture(scope="module")
+def python() -> Path:
+    return installed_python(FRAMEWORKS)
+
+
+def run_agent(
+    python: Path, agent: str, cases: list[str], collectors: dict[str, LiveCollector], **env: str
+) -> dict[str, Any]:
+    script = [ToolCall("search_orders", {"status": "refunding"}), "Orders A-0000 to A-0039."]
+    endpoints = [f"{c.url}/v1/traces" for c in collectors.values()]
+    with ProviderStandIn(script=script, loop=True) as llm:
+        done = subprocess.run(
+            [str(python), str(FRAMEWORKS / agent), ",".join(cases), *endpoints],
+            capture_output=True, text=True, timeout=240,
+            env={**os.environ, "OPENAI_BASE_URL": llm.base_url, **env},
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-4000:]
+    found: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return found
+
+
+def reports(collector: LiveCollector, trace_id: str) -> list[dict[str, Any]]:
+    with httpx.Client(base_url=collector.url, timeout=10) as client:
+        answer = client.get("/api/v1/reports", params={"trace_id": trace_id})
+    answer.raise_for_status()
+    found: list[dict[str, Any]] = answer.json()["reports"]
+    return found
+
+
+def check_pipelines(
+    runs: dict[str, Any], collectors: dict[str, LiveCollector], source: str
+) -> None:
+    for database, collector in collectors.items():
+        for case, run in runs.items():
+            (call,) = run["calls"]
+            found = reports(collector, run["trace_id"])
+            where = f"{case} on {database}: {json.dumps(found, indent=1)[:3000]}"
+            (report,) = found
+            verdict, lost = PIPELINES[case]
+            assert (report["tool_call_id"], report["verdict"]) == (call, verdict), where
+            assert report["lost_items"] == lost, where
+            assert report["source"] == source, where
+            stages = [s["stage"] for s in report["stages"]]
+            assert stages[:2] == [sc.STAGE_ORIGINAL, sc.STAGE_LLM_INPUT], where
+
+
+def check_content_off(
+    run: dict[str, Any], collectors: dict[str, LiveCollector], setting: str, where: str
+) -> list[dict[str, Any]]:
+    """Every run with content off holds an unauditable journey naming the setting, settled
+    at once; none is a loss. Returns the reports of the first collector."""
+    seen = []
+    for database, collector in collectors.items():
+        found = reports(collector, run["trace_id"])
+        said = f"{where} on {database}: {json.dumps(found, indent=1)[:3000]}"
+        hidden = [r for r in found if r["verdict"] == sc.VERDICT_UNAUDITABLE]
+        assert hidden, said
+        for report in hidden:
+            assert report["settled"], said
+            assert any(setting in note for note in report["notes"]), said
+        assert all(r["verdict"] in (sc.VERDICT_UNAUDITABLE, sc.VERDICT_INTACT) for r in found)
+        seen.append(found)
+    return seen[0]
+
+
+@pytest.mark.slow
+def test_langchain_under_openinference(python: Path, collectors: dict[str, LiveCollector]) -> None:
+    """LangChain's ``TOOL`` spans name no ``tool.id``: the ``ToolMessage`` they record
+    names the call, so each cut is judged against the tool's own output."""
+    runs = run_agent(python, "langchain_agent.py", list(PIPELINES), collectors)
+    check_pipelines(runs, collectors, sc.SOURCE_OPENINFERENCE)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("hidden", list(LANGCHAIN_HIDDEN))
+def test_langchain_with_openinference_hiding_content(
+    hidden: str, python: Path, collectors: dict[str, LiveCollector]
+) -> None:
+    settings = dict.fromkeys(hidden.split(","), "true")
+    (run,) = run_agent(python, "langchain_agent.py", ["whole"], collectors, **settings).values()
+    found = check_content_off(run, collectors, LANGCHAIN_HIDDEN[hidden], hidden)
+    if hidden == "OPENINFERENCE_HIDE_OUTPUTS":
+        # The requests show the result, so its journey is judged on them (no drop, no
+        # orphan); the tool's hidden output is a journey of its own, not auditable.
+        verdicts = sorted((r["tool_call_id"].startswith("tool-span:"), r["verdict"]) for r in found)
+        assert verdicts == [(False, sc.VERDICT_INTACT), (True, sc.VERDICT_UNAUDITABLE)], found
+    else:
+        assert all(r["verdict"] == sc.VERDICT_UNAUDITABLE for r in found), found
+
+
+@pytest.mark.slow
+def test_pydantic_ai_under_its_own_instrumentation(
+    python: Path, collectors: dict[str, LiveCollector]
+) -> None:
+    """Cuts made by a ``ProcessHistory`` capability, and ``include_content=False``."""
+    runs = run_agent(python, "pydantic_ai_agent.py", [*PIPELINES, "whole-off"], collectors)
+    off = runs.pop("whole-off")
+    check_pipelines(runs, collectors, sc.SOURCE_GENAI)
+    found = check_content_off(off, collectors, INCLUDE_CONTENT, "include_content=False")
+    assert [r["tool_call_id"] for r in found] == off["calls"], found
+    assert all(r["verdict"] == sc.VERDICT_UNAUDITABLE for r in found), found
