@@ -124,6 +124,15 @@ def notification_history(rules: list[dict[str, Any]]) -> None:
     notification_details(notifications)
 
 
+def tokens_text(tokens: int | None, unknown: int = 0) -> str:
+    """Lost tokens as a notification gives them: null when unknown, never shown as 0."""
+    if tokens is None:
+        return "unknown tokens"
+    return f"{tokens:,} tokens" + (
+        f" (unknown for {plural(unknown, 'journey')})" if unknown else ""
+    )
+
+
 def notification_details(notifications: list[dict[str, Any]]) -> None:
     """One notification of the page: its delivery and every example, with links."""
     by_id = {n["id"]: n for n in notifications}
@@ -154,12 +163,13 @@ def notification_details(notifications: list[dict[str, Any]]) -> None:
         if examples:
             st.markdown(
                 f"**{plural(payload.get('count', 0), 'matching journey')}**, "
-                f"{payload.get('lost_items', 0):,} items and {payload.get('lost_tokens', 0):,} "
-                "tokens lost. Worst examples:\n\n"
+                f"{payload.get('lost_items', 0):,} items and "
+                f"{tokens_text(payload.get('lost_tokens', 0), payload.get('tokens_unknown', 0))} "
+                "lost. Worst examples:\n\n"
                 + "\n".join(
                     f"- {badge(e['verdict'])} [{code(e['tool_call_id'])} step {e['step']}]"
                     f"({run_link(e['trace_id'], e['step'], e['tool_call_id'])}): lost "
-                    f"{e['lost_items']:,} items, {e['lost_tokens']:,} tokens"
+                    f"{e['lost_items']:,} items, {tokens_text(e['lost_tokens'])}"
                     + (
                         f", {e['lost_priority_items']} must-keep"
                         if e["lost_priority_items"]

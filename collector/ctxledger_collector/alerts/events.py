@@ -64,6 +64,7 @@ def record_events(
                 "step": report.step,
                 "lost_items": report.lost_items,
                 "lost_tokens": report.lost_tokens,
+                "tokens_unknown": report.lost_tokens_unknown is not None,
                 "lost_priority_items": report.lost_priority_items,
                 "observed_at": max((m.observed_at for m in report.stages), default=now),
                 "created_at": now,
@@ -111,6 +112,7 @@ def record_events(
             "step",
             "lost_items",
             "lost_tokens",
+            "tokens_unknown",
             "lost_priority_items",
             "observed_at",
         )

@@ -20,6 +20,17 @@ def _dashboard_link(dashboard_url: str | None, example: dict[str, Any]) -> str |
     return link + f"&tool_call_id={example['tool_call_id']}"
 
 
+def _known_tokens(event: dict[str, Any]) -> int:
+    """An event's lost tokens where known; 0 where unknown (counted in ``tokens_unknown``)."""
+    return 0 if event.get("tokens_unknown") else int(event["lost_tokens"])
+
+
+def _tokens_text(tokens: int | None, unknown: int = 0) -> str:
+    if tokens is None:
+        return "unknown tokens"
+    return f"{tokens:,} tokens" + (f" (unknown for {unknown})" if unknown else "")
+
+
 def worst_examples(events: list[dict[str, Any]], dashboard_url: str | None) -> list[dict[str, Any]]:
     """The worst events first (verdict, then lost items and tokens), at most five."""
     ranked = sorted(
@@ -27,7 +38,7 @@ def worst_examples(events: list[dict[str, Any]], dashboard_url: str | None) -> l
         key=lambda e: (
             -VERDICT_SEVERITY.get(e["verdict"], 0),
             -e["lost_items"],
-            -e["lost_tokens"],
+            -_known_tokens(e),
             e["trace_id"],
             e["tool_call_id"],
         ),
@@ -40,7 +51,7 @@ def worst_examples(events: list[dict[str, Any]], dashboard_url: str | None) -> l
             "step": e["step"],
             "verdict": e["verdict"],
             "lost_items": e["lost_items"],
-            "lost_tokens": e["lost_tokens"],
+            "lost_tokens": None if e.get("tokens_unknown") else e["lost_tokens"],
             "lost_priority_items": e["lost_priority_items"],
             "links": {
                 "run": f"/api/v1/runs/{e['trace_id']}",
@@ -74,7 +85,8 @@ def build_payload(
         "group": {"rule": rule, "agent": agent or None, "tool": tool or None},
         "count": len(events),
         "lost_items": sum(e["lost_items"] for e in events),
-        "lost_tokens": sum(e["lost_tokens"] for e in events),
+        "lost_tokens": sum(_known_tokens(e) for e in events),
+        "tokens_unknown": sum(1 for e in events if e.get("tokens_unknown")),
         "window": {"start": window_start, "end": window_end},
         "examples": worst_examples(events, dashboard_url),
         "batch_id": batch_id,
@@ -92,7 +104,7 @@ def slack_message(payload: dict[str, Any]) -> dict[str, Any]:
         title = f":rotating_light: {payload['severity'].upper()}: {payload['rule']} ({where})"
         text = (
             f"*{payload['count']}* journeys lost content: {payload['lost_items']} items, "
-            f"{payload['lost_tokens']:,} tokens."
+            f"{_tokens_text(payload['lost_tokens'], payload.get('tokens_unknown', 0))}."
         )
     lines = []
     for example in payload["examples"]:
@@ -101,7 +113,7 @@ def slack_message(payload: dict[str, Any]) -> dict[str, Any]:
         label = f"<{link}|{label}>" if link else label
         lines.append(
             f"• *{example['verdict']}* {label}: lost {example['lost_items']} items, "
-            f"{example['lost_tokens']:,} tokens"
+            f"{_tokens_text(example['lost_tokens'])}"
         )
     blocks: list[dict[str, Any]] = [
         {"type": "header", "text": {"type": "plain_text", "text": title[:150]}},

@@ -168,6 +168,13 @@ class CollectorMetrics:
             ["verdict", "agent", "tool"],
             registry=self.registry,
         )
+        self.tokens_unknown_total = Counter(
+            "ctxledger_journeys_tokens_unknown",
+            "Journeys entering a verdict whose lost tokens are unknown (their stages counted "
+            "tokens with different encodings): ctxledger_lost_tokens leaves them out",
+            ["verdict", "agent", "tool"],
+            registry=self.registry,
+        )
         self.layer_journeys_total = Counter(
             "ctxledger_layer_journeys",
             "Journeys entering a verdict whose worst finding sits in a layer (model_server: "
@@ -278,6 +285,8 @@ class CollectorMetrics:
             layer = layer_name(report.layer)
             if layer is not None:
                 self.layer_journeys_total.labels(layer, report.verdict).inc()
+            if report.lost_tokens_unknown is not None:
+                self.tokens_unknown_total.labels(*labels).inc()
             grown = report.lost_tokens - change.previous_lost_tokens
             if grown > 0:
                 self.lost_tokens_total.labels(*labels).inc(grown)

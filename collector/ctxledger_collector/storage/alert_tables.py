@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import JSON, Column, Index, text
+from sqlalchemy import JSON, Boolean, Column, Index, false, text
 from sqlmodel import Field, SQLModel
 
 from ctxledger_collector.storage.typed_tables import table_of
@@ -55,6 +55,10 @@ class AlertEventRow(SQLModel, table=True):
     step: int | None = None
     lost_items: int = 0
     lost_tokens: int = 0
+    #: The journey's lost tokens are unknown (``lost_tokens`` holds only what compared).
+    tokens_unknown: bool = Field(
+        default=False, sa_column=Column(Boolean, nullable=False, server_default=false())
+    )
     lost_priority_items: int = 0
     observed_at: float
     created_at: float
