@@ -2,7 +2,8 @@
 
 ``python -m ctxledger_cli.screenshots --out docs/screenshots`` starts ``ctxledger up``
 on spare ports (SQLite in a temporary folder, with the demo incidents), opens every page
-and saves one PNG per page. The browser tests use the same functions. Needs Debian's
+and saves one PNG per page, and one of the collector's API docs (``/docs``) drawn with no
+network but loopback. The browser tests use the same functions. Needs Debian's
 ``chromium`` (or ``--chromium PATH``) and the ``playwright`` package (no browser download).
 """
 
@@ -149,6 +150,54 @@ def capture(
         page.close()
 
 
+LOOPBACK = frozenset({"127.0.0.1", "localhost", "[::1]", "::1"})
+
+
+def loopback_only(page: Any) -> list[str]:
+    """Abort every request of ``page`` for a host other than loopback, as on a machine
+    with no network (the CDNs FastAPI's default pages load from among them); returns the
+    list, filled as it goes, of the URLs refused."""
+    from urllib.parse import urlsplit
+
+    refused: list[str] = []
+
+    def route(request_route: Any) -> None:
+        url: str = request_route.request.url
+        if urlsplit(url).hostname in LOOPBACK:
+            request_route.continue_()
+        else:
+            refused.append(url)
+            request_route.abort("internetdisconnected")
+
+    page.route("**/*", route)
+    return refused
+
+
+@dataclass
+class DrawnApiDocs:
+    """The collector's ``/docs`` as Chromium drew it: the open page (the caller closes it),
+    the URLs refused for leaving loopback, and the requests that failed."""
+
+    page: Any
+    refused: list[str]
+    failed: list[str]
+
+
+def capture_api_docs(chromium_browser: Any, collector_url: str, path: Path | None) -> DrawnApiDocs:
+    """Open the collector's ``/docs`` with no network but loopback, wait until Swagger UI
+    drew the operations, and save a PNG (unless ``path`` is None)."""
+    page = chromium_browser.new_page(viewport={"width": 1440, "height": 2000})
+    drawn = DrawnApiDocs(page, loopback_only(page), [])
+    page.on("requestfailed", lambda request: drawn.failed.append(request.url))
+    page.goto(f"{collector_url}/docs")
+    traces = page.locator(".opblock-summary-path", has_text="/v1/traces").first
+    traces.wait_for(state="visible", timeout=30_000)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(path))
+    return drawn
+
+
 #: Page name -> (path and query, text that shows the page has loaded).
 PAGES: dict[str, tuple[str, str]] = {
     "overview": ("/", "any losing verdict"),
@@ -171,6 +220,7 @@ def main(argv: list[str] | None = None) -> int:
         capture(chromium, stack.seed_004_link, "kb-049", args.out / "run.png")
         for name, (path, text) in PAGES.items():
             capture(chromium, stack.dashboard_url + path, text, args.out / f"{name}.png")
+        capture_api_docs(chromium, stack.collector_url, args.out / "api-docs.png").page.close()
     print(f"screenshots written to {args.out}")
     return 0
 

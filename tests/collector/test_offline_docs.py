@@ -4,31 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 import pytest
 
-from ctxledger_cli.screenshots import browser
+from ctxledger_cli.screenshots import browser, capture_api_docs
 from ctxledger_collector.ops.settings import Settings
 from tests.collector.live_collector import LiveCollector
-
-LOOPBACK = {"127.0.0.1", "localhost", "[::1]", "::1"}
-
-
-def _loopback_only(page: Any, left_loopback: list[str]) -> None:
-    """Abort every request for a host other than loopback (the CDNs FastAPI's default pages
-    load from among them), and record it."""
-
-    def route(request_route: Any) -> None:
-        url: str = request_route.request.url
-        if urlsplit(url).hostname in LOOPBACK:
-            request_route.continue_()
-        else:
-            left_loopback.append(url)
-            request_route.abort("internetdisconnected")
-
-    page.route("**/*", route)
 
 
 @pytest.fixture
@@ -39,22 +21,19 @@ def sqlite_collector(tmp_path: Path) -> Any:
 
 
 @pytest.mark.slow
-def test_swagger_ui_renders_with_no_network_but_loopback(sqlite_collector: LiveCollector) -> None:
-    left_loopback: list[str] = []
-    failed: list[str] = []
+def test_swagger_ui_renders_with_no_network_but_loopback(
+    sqlite_collector: LiveCollector, tmp_path: Path
+) -> None:
+    shot = tmp_path / "api-docs.png"
     with browser() as chromium:
-        page = chromium.new_page()
-        _loopback_only(page, left_loopback)
-        page.on("requestfailed", lambda request: failed.append(request.url))
-
-        page.goto(f"{sqlite_collector.url}/docs")
-        traces = page.locator(".opblock-summary-path", has_text="/v1/traces").first
-        traces.wait_for(state="visible", timeout=30_000)
-        title = page.locator(".swagger-ui .info .title").inner_text()
+        drawn = capture_api_docs(chromium, sqlite_collector.url, shot)
+        title = drawn.page.locator(".swagger-ui .info .title").inner_text()
         assert title.startswith("ctxledger collector")
-        assert page.locator(".opblock-summary-path", has_text="/api/v1/reports").count() >= 1
-        page.close()
-    assert left_loopback == []
-    assert failed == []
+        reports = drawn.page.locator(".opblock-summary-path", has_text="/api/v1/reports")
+        assert reports.count() >= 1
+        drawn.page.close()
+    assert drawn.refused == []
+    assert drawn.failed == []
+    assert shot.stat().st_size > 20_000  # the drawn page, not a blank one
     # ReDoc's bundle always loads its vendor's logo from a CDN: the collector serves no /redoc.
     assert httpx.get(f"{sqlite_collector.url}/redoc").status_code == 404

@@ -19,6 +19,8 @@ from tests.docs.markdown_blocks import CodeBlock
 from tests.e2e.helpers import REPO_ROOT, subprocess_env
 
 VENV_BIN = Path(sys.executable).parent
+#: The reader's-program contexts the ``context`` directive names.
+CONTEXTS = Path(__file__).with_name("contexts")
 #: A block's run, or a server's start, may take this long on a busy machine.
 BLOCK_TIMEOUT_S = 120
 #: The port each server takes when the documents do not say (the CLI's defaults).
@@ -146,7 +148,11 @@ class DocSession:
         )
         if block.lang == "python":
             script = self.workdir / f"block_{block.line}.py"
-            script.write_text(block.text, encoding="utf-8")
+            text = block.text
+            if block.directive == "context":
+                context = CONTEXTS / f"{block.argument}.py"
+                text = f"{context.read_text(encoding='utf-8')}\n# --- {block.where}\n{text}"
+            script.write_text(text, encoding="utf-8")
             argv = [str(VENV_BIN / "python"), str(script)]
         else:
             # The exports of a bash block carry to the next, as in one terminal.

@@ -13,6 +13,9 @@ A block may be preceded (on the line before its fence) by an HTML comment that t
   checks them and points each variable at its own server instead.
 * ``<!-- docs-test: expect TEXT -->``: run; what it prints must contain TEXT.
 * ``<!-- docs-test: in-clone -->``: run from the repository's root, as a reader with a clone.
+* ``<!-- docs-test: context NAME -->``: a Python fragment of the reader's own program, run
+  after ``tests/docs/contexts/NAME.py`` (in one script), which gives it the names it takes
+  from that program (``call``, ``messages``, ``db``, …).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from pathlib import Path
 
 _FENCE = re.compile(r"^(?P<indent>\s*)```(?P<lang>[\w+-]*)\s*$")
 _DIRECTIVE = re.compile(r"^\s*<!--\s*docs-test:\s*(?P<kind>[\w-]+)\s*(?P<arg>.*?)\s*-->\s*$")
-DIRECTIVES = ("skip", "file", "server", "needs", "env", "expect", "in-clone")
+DIRECTIVES = ("skip", "file", "server", "needs", "env", "expect", "in-clone", "context")
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,12 @@
 """The documentation's code blocks run as written.
 
-Every python and bash block of README.md and docs/*.md is compiled (``bash -n`` for
-shell). The documents in RUN are run block by block, in order, in real subprocesses with
-the project's venv, against a real collector and a real provider stand-in on free ports
-(see ``markdown_blocks.py`` for the ``<!-- docs-test: … -->`` directives, each skip with
-its reason in the document). Every ``name==version`` a document pins is the version
-constraints.txt installs."""
+Every python and shell block of README.md and docs/*.md is compiled (``bash -n`` for
+shell), then run: document by document, block by block, in order, in real subprocesses
+with the project's venv, against a real collector and a real provider stand-in on free
+ports (see ``markdown_blocks.py`` for the ``<!-- docs-test: … -->`` directives). A block
+that cannot run here says why in the document (``skip REASON``), and the test reports it
+(a skipped test per block, with the reason). Every ``name==version`` a document pins is
+the version constraints.txt installs."""
 
 from __future__ import annotations
 
@@ -22,17 +23,15 @@ from tests.e2e.helpers import REPO_ROOT
 
 DOCUMENTS = [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]
 SHELL = ("bash", "sh")
-#: The documents whose blocks are run. The others are compiled only, because their
-#: blocks are fragments of the reader's own agent (instrumenting.md, provider-stand-in.md:
-#: `call`, `db`, `messages` come from it), start long-running servers or deployments
-#: (collector.md, deployment.md, dashboard.md, alerting.md), or run minutes-long
-#: benchmarks (performance.md); semantic-conventions.md, security.md and architecture.md
-#: hold no python or bash block.
-RUN = ["README.md", "zero-sdk.md", "remedies.md"]
 
 
 def _blocks(document: Path) -> list[CodeBlock]:
     return [b for b in code_blocks(document) if b.lang in ("python", *SHELL) or b.directive]
+
+
+#: The documents with a block to run (the others hold no python or shell block).
+RUN = [d for d in DOCUMENTS if any(b.directive != "skip" for b in _blocks(d))]
+SKIPPED = [b for d in DOCUMENTS for b in _blocks(d) if b.directive == "skip"]
 
 
 @pytest.mark.parametrize("document", DOCUMENTS, ids=lambda path: path.name)
@@ -46,14 +45,17 @@ def test_every_block_compiles(document: Path) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", RUN)
-def test_the_blocks_run_in_order(name: str, tmp_path: Path) -> None:
-    document = REPO_ROOT / name if name == "README.md" else REPO_ROOT / "docs" / name
+@pytest.mark.parametrize("document", RUN, ids=lambda path: path.name)
+def test_the_blocks_run_in_order(document: Path, tmp_path: Path) -> None:
     blocks = [b for b in _blocks(document) if b.directive != "skip"]
-    assert blocks, f"{name} has no block to run"
     with DocSession(tmp_path) as session:
         for block in blocks:
             session.run(block)
+
+
+@pytest.mark.parametrize("block", SKIPPED, ids=lambda block: block.where)
+def test_a_block_that_cannot_run_here_is_reported(block: CodeBlock) -> None:
+    pytest.skip(f"{block.where} not run: {block.argument}")
 
 
 def test_each_skip_says_why() -> None:
