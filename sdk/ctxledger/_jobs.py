@@ -103,6 +103,10 @@ class ResponseJob:
     """Compressed in a way the kept ends cannot be decoded from."""
     content_encoding: str = ""
     """The body's ``Content-Encoding``; ``head`` then holds the whole compressed body."""
+    proxy_evicted_tokens: int | None = None
+    """A compacting proxy in front of the server declared, in its response headers, that
+    it cut the middle of this request (contextpaw: ``X-ContextPaw-Compacted: true``, with
+    ``X-ContextPaw-Evicted-Tokens``); None when none did."""
     parent: trace.Span | None = None
     context: otel_context.Context | None = None
     start_ns: int = field(default_factory=time.time_ns)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import zlib
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Final
 
 from opentelemetry.util.types import AttributeValue
@@ -142,9 +143,14 @@ def _report(job: ResponseJob, segments: RequestSegments) -> tuple[str | None, Se
     if not whole_body:
         return sc.UNREPORTED_STREAM_CUT, None
     report = server_report(job.kind, read_reported((head, tail)), job.host)
+    if job.proxy_evicted_tokens is not None:
+        # The proxy cut the middle and left a marker the model reads: a declared discard.
+        report = replace(report, policy=sc.POLICY_MIDDLE_DISCARD, declared=True, marked=True)
     if report.invalid:
         return sc.UNREPORTED_INVALID_COUNT, report
     if report.input_tokens is None:
+        if job.streamed and not stream_complete(job.kind, head + tail):
+            return sc.UNREPORTED_STREAM_CUT, report  # the server ended it before its end
         without_usage = job.streamed and job.kind == KIND_CHAT
         return (
             sc.UNREPORTED_STREAM_WITHOUT_USAGE if without_usage else sc.UNREPORTED_NO_USAGE

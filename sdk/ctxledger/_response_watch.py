@@ -193,6 +193,15 @@ def _watched_for(stream_type: type) -> type | None:
     return _watched_class(bases) if bases else None
 
 
+def proxy_evicted_tokens(headers: Any) -> int | None:
+    """The tokens a compacting proxy (contextpaw) says it evicted from the request's middle
+    (0 when it says so without a number); None when no proxy declared a compaction."""
+    if str(headers.get("x-contextpaw-compacted", "")).strip().lower() != "true":
+        return None
+    evicted = str(headers.get("x-contextpaw-evicted-tokens", "")).strip()
+    return int(evicted) if evicted.isdecimal() and len(evicted) < 12 else 0
+
+
 def watch_response(client: Client, response: Any, request_id: str, kind: str) -> None:
     """Watch ``response``'s body for its ``received`` stage (called by the response hook,
     before httpx reads the body)."""
@@ -210,6 +219,7 @@ def watch_response(client: Client, response: Any, request_id: str, kind: str) ->
         "agent_name": run.agent_name,
         "streamed": streamed,
         "content_encoding": encoding,
+        "proxy_evicted_tokens": proxy_evicted_tokens(headers),
         "parent": parent_span(run),
         "context": otel_context.get_current(),
         "start_ns": time.time_ns(),

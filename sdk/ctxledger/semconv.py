@@ -103,7 +103,9 @@ POLICY_FRONT_DISCARD: Final = "front_discard"
 """The oldest non-system messages go first (ollama, LM Studio's rolling window, the
 Responses API's ``truncation: "auto"``)."""
 POLICY_MIDDLE_DISCARD: Final = "middle_discard"
-"""The middle of the non-system messages goes (LM Studio's ``truncateMiddle``)."""
+"""The middle of the non-system messages goes (LM Studio's ``truncateMiddle``; a
+compacting proxy such as contextpaw, which declares it in ``X-ContextPaw-*`` headers and
+leaves a marker the model reads)."""
 POLICY_TOKEN_TRUNCATE: Final = "token_truncate"
 """The first ``keep_tokens`` tokens stay, then the tokens after them go (llama.cpp)."""
 POLICY_REFUSE: Final = "refuse"
