@@ -50,6 +50,8 @@ def handle_provider(args: argparse.Namespace) -> int:
             silent_front_discard=args.silent_front_discard,
             token_truncate=args.token_truncate,
             n_keep=args.n_keep,
+            refuse_over_window=args.refuse_over_window,
+            stop_at_limit=args.stop_at_limit,
             count_scale=args.count_scale,
             count_encoding=args.count_encoding,
             loop=args.loop,

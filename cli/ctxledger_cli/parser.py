@@ -247,9 +247,10 @@ def build_parser() -> argparse.ArgumentParser:
         "refuses over-long prompts and broken tool pairing with the providers' own errors, "
         "and answers from a script. Point the openai client at http://HOST:PORT/v1 and the "
         "anthropic client at http://HOST:PORT. It also serves ollama's POST /api/chat "
-        "(front discard over num_ctx) and llama.cpp's POST /completion (token truncation "
-        "with n_keep), and honours Responses truncation=auto and Anthropic's context "
-        "editing (docs/provider-stand-in.md).",
+        "(front discard over num_ctx, or refusal with truncate=false) and llama.cpp's "
+        "POST /completion (token truncation with n_keep, or refusal), and honours Responses "
+        "truncation=auto, Anthropic's context editing and LM Studio's stopAtLimit "
+        "(docs/provider-stand-in.md).",
     )
     provider.add_argument("--host", default="127.0.0.1", help="the address to listen on")
     provider.add_argument("--port", type=int, default=8765, help="the port to listen on")
@@ -269,6 +270,20 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="cut an over-long chat completions prompt like llama-server: keep the first "
         "--n-keep tokens and the tail, answer 200",
+    )
+    over_long.add_argument(
+        "--refuse-over-window",
+        action="store_true",
+        help="refuse a prompt of the window or more like today's llama-server: HTTP 400 "
+        "exceed_context_size_error with n_prompt_tokens and n_ctx (/completion and chat "
+        "completions)",
+    )
+    over_long.add_argument(
+        "--stop-at-limit",
+        action="store_true",
+        help="LM Studio's stopAtLimit: a chat completion whose prompt plus requested output "
+        "passes the window stops there, finish_reason length and stats.stopReason "
+        "contextLengthReached",
     )
     provider.add_argument(
         "--n-keep",

@@ -162,6 +162,40 @@ def test_ollama_api_chat_streams_ndjson_and_fits_without_discard(provider: Provi
     assert provider.discards == []
 
 
+OLLAMA_TOO_LONG = {"error": "the input length exceeds the context length"}
+
+
+def test_ollama_api_chat_truncate_false_refuses_instead_of_discarding(
+    provider_factory: Any,
+) -> None:
+    history = ollama_history()
+    num_ctx = round(chat_tokens(history, "cl100k_base") * 0.6)
+    provider = provider_factory(script=["kept, then cut", "fits"])
+
+    def ask(messages: list[dict[str, Any]], **extra: Any) -> httpx.Response:
+        body = {"model": OLLAMA_MODEL, "messages": messages, "options": {"num_ctx": num_ctx}}
+        return httpx.post(f"{provider.ollama_url}/api/chat", json={**body, **extra}, timeout=30)
+
+    for stream in (False, True):  # refused before any stream starts
+        refused = ask(history, truncate=False, stream=stream)
+        assert refused.status_code == 400
+        assert refused.headers["content-type"] == "application/json"
+        assert refused.json() == OLLAMA_TOO_LONG
+    assert provider.discards == []
+    # truncate true (as when absent) keeps the front discard; the refusals took no step
+    cut = ask(history, truncate=True, stream=False)
+    assert cut.status_code == 200 and cut.json()["message"]["content"] == "kept, then cut"
+    (discard,) = provider.discards
+    assert discard.api == "ollama" and discard.dropped_messages > 0
+    assert cut.json()["prompt_eval_count"] == discard.prompt_tokens_kept <= num_ctx
+    # a prompt within num_ctx is answered whatever truncate says
+    short = [history[0], history[-1]]
+    fits = ask(short, truncate=False, stream=False)
+    assert fits.status_code == 200 and fits.json()["message"]["content"] == "fits"
+    assert fits.json()["prompt_eval_count"] == chat_tokens(short, "cl100k_base")
+    assert len(provider.discards) == 1
+
+
 def llama_truncated(n_prompt: int, n_ctx: int, n_keep: int) -> int:
     """llama.cpp's arithmetic, written out again: the tokens it keeps."""
     n_keep = min(n_ctx - 4, n_keep)
@@ -238,6 +272,77 @@ def test_chat_completions_token_truncation_like_llama_server(provider_factory: A
     )
     assert again.usage is not None
     assert again.usage.prompt_tokens == llama_truncated(own, window, 0)
+
+
+def llama_refusal(n_prompt_tokens: int, n_ctx: int) -> dict[str, Any]:
+    """llama.cpp's body, written out again from its server's source."""
+    message = (
+        f"request ({n_prompt_tokens} tokens) exceeds the available context size "
+        f"({n_ctx} tokens), try increasing it"
+    )
+    error = {"code": 400, "message": message, "type": "exceed_context_size_error"}
+    return {"error": {**error, "n_prompt_tokens": n_prompt_tokens, "n_ctx": n_ctx}}
+
+
+@pytest.mark.parametrize("scale", [1.0, 1.2], ids=["own-count", "scale-1.2"])
+def test_llama_cpp_completion_refuses_over_window(provider_factory: Any, scale: float) -> None:
+    prompt = "System: you read logs.\n" + LOGS * 3
+    own = reference_count(prompt, "cl100k_base")
+    n_ctx = round(own * scale) // 3
+    provider = provider_factory(
+        context_window=n_ctx, refuse_over_window=True, count_scale=scale, script=["short"]
+    )
+    refused = httpx.post(
+        f"{provider.url}/completion", json={"prompt": prompt, "n_keep": 12}, timeout=30
+    )
+    assert refused.status_code == 400
+    assert refused.json() == llama_refusal(round(own * scale), n_ctx)
+    assert provider.discards == []  # nothing cut: refused whole
+    answer = httpx.post(f"{provider.url}/completion", json={"prompt": "hi"}, timeout=30).json()
+    assert answer["content"] == "short" and answer["truncated"] is False
+    # a prompt exactly filling the window is refused too, as llama.cpp refuses it (">=")
+    full = round(own * scale)
+    exact = provider_factory(context_window=full, refuse_over_window=True, count_scale=scale)
+    at_window = httpx.post(f"{exact.url}/completion", json={"prompt": prompt}, timeout=30)
+    assert at_window.status_code == 400 and at_window.json() == llama_refusal(full, full)
+    roomy = provider_factory(context_window=full + 1, refuse_over_window=True, count_scale=scale)
+    fits = httpx.post(f"{roomy.url}/completion", json={"prompt": prompt}, timeout=30).json()
+    assert fits["truncated"] is False and fits["tokens_evaluated"] == full
+
+
+def test_chat_completions_refuse_over_window_like_llama_server(provider_factory: Any) -> None:
+    history = [
+        {"role": "system", "content": "You answer from the logs."},
+        {"role": "user", "content": f"what failed? {LOGS}"},
+    ]
+    own = chat_tokens(history, GPT_ENCODING)
+    provider = provider_factory(context_window=own // 2, refuse_over_window=True, script=["ok"])
+    raw = httpx.post(
+        f"{provider.openai_base_url}/chat/completions",
+        json={"model": GPT, "messages": history},
+        timeout=30,
+    )
+    assert raw.status_code == 400 and raw.json() == llama_refusal(own, own // 2)
+    client = openai.OpenAI(base_url=provider.openai_base_url, api_key="x", max_retries=0)
+    for stream in (False, True):  # refused before the stream, as llama-server does
+        with pytest.raises(openai.BadRequestError) as refused:
+            client.chat.completions.create(model=GPT, messages=history, stream=stream)  # type: ignore[call-overload]
+        assert refused.value.status_code == 400
+        assert refused.value.body == llama_refusal(own, own // 2)["error"]
+        assert "exceeds the available context size" in refused.value.message
+    assert provider.discards == []
+    short = [history[0], {"role": "user", "content": "and so?"}]
+    completion = client.chat.completions.create(model=GPT, messages=short)  # type: ignore[arg-type]
+    assert completion.choices[0].message.content == "ok"
+    assert completion.usage is not None
+    assert completion.usage.prompt_tokens == chat_tokens(short, GPT_ENCODING)
+
+
+def test_the_over_window_policies_exclude_each_other() -> None:
+    with pytest.raises(ValueError, match="token_truncate and refuse_over_window"):
+        ProviderStandIn(token_truncate=True, refuse_over_window=True)
+    with pytest.raises(ValueError, match="silent_front_discard and stop_at_limit"):
+        ProviderStandIn(silent_front_discard=True, stop_at_limit=True)
 
 
 def responses_items() -> list[dict[str, Any]]:
@@ -387,6 +492,73 @@ def test_anthropic_context_editing_below_its_trigger_and_without_the_beta(
     assert provider.discards == []
 
 
+def lm_studio_history() -> list[dict[str, Any]]:
+    return [
+        {"role": "system", "content": "You summarise the logs."},
+        {"role": "user", "content": f"summarise: {LOGS}"},
+    ]
+
+
+def longest_prefix_within(text: str, room: int) -> str:
+    """The longest start of ``text`` of at most ``room`` tokens, found one character at a
+    time (the stand-in searches; this walks)."""
+    kept = ""
+    for end in range(1, len(text) + 1):
+        if reference_count(text[:end], GPT_ENCODING) > room:
+            break
+        kept = text[:end]
+    return kept
+
+
+def test_lm_studio_stop_at_limit_stops_the_answer_where_the_window_fills(
+    provider_factory: Any,
+) -> None:
+    history = lm_studio_history()
+    prompt = chat_tokens(history, GPT_ENCODING)
+    room = 40
+    answer = "The workers timed out one after another. " * 10  # well over 40 tokens
+    provider = provider_factory(
+        context_window=prompt + room,
+        stop_at_limit=True,
+        script=[answer, ToolCall("search_logs", {"query": answer}), "fine", answer],
+    )
+    client = openai.OpenAI(base_url=provider.openai_base_url, api_key="x", max_retries=0)
+    stopped = client.chat.completions.create(model=GPT, messages=history, max_tokens=500)  # type: ignore[arg-type]
+    assert stopped.choices[0].finish_reason == "length"
+    assert stopped.to_dict()["stats"] == {"stopReason": "contextLengthReached"}
+    content = stopped.choices[0].message.content
+    assert content == longest_prefix_within(answer, room) and content
+    assert stopped.usage is not None
+    assert stopped.usage.prompt_tokens == prompt  # the prompt is kept whole
+    assert stopped.usage.completion_tokens == reference_count(content, GPT_ENCODING) <= room
+    # a tool call the window cannot hold whole is no call
+    no_call = client.chat.completions.create(model=GPT, messages=history, max_tokens=room + 1)  # type: ignore[arg-type]
+    assert no_call.choices[0].finish_reason == "length"
+    assert not no_call.choices[0].message.tool_calls and not no_call.choices[0].message.content
+    assert no_call.usage is not None and no_call.usage.completion_tokens == 0
+    # within the window the answer ends by itself, and LM Studio says so too
+    fine = client.chat.completions.create(model=GPT, messages=history, max_tokens=room)  # type: ignore[arg-type]
+    assert fine.choices[0].finish_reason == "stop" and fine.choices[0].message.content == "fine"
+    assert fine.to_dict()["stats"] == {"stopReason": "eosFound"}
+    # streamed: the same cut text, the stop reason on the chunk that finishes
+    chunks = list(
+        client.chat.completions.create(model=GPT, messages=history, stream=True)  # type: ignore[call-overload]
+    )
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == content
+    (last,) = [c for c in chunks if c.choices and c.choices[0].finish_reason]
+    assert last.choices[0].finish_reason == "length"
+    assert last.to_dict()["stats"] == {"stopReason": "contextLengthReached"}
+    assert provider.discards == []
+    # a prompt over the window on its own is refused as without the mode
+    with pytest.raises(openai.BadRequestError) as refused:
+        client.chat.completions.create(
+            model=GPT,
+            messages=[*history, {"role": "user", "content": LOGS}],  # type: ignore[list-item]
+        )
+    assert refused.value.code == "context_length_exceeded"
+
+
 def test_count_encoding_and_scale_change_what_is_reported(provider_factory: Any) -> None:
     history = [{"role": "user", "content": f"orders: {ORDERS}"}]
     provider = provider_factory(count_encoding="cl100k_base", count_scale=1.25)
@@ -420,3 +592,24 @@ def test_the_command_takes_the_new_flags() -> None:
         own_keep = int(4 // 1.2)  # --n-keep is in reported units too
         expected = round(llama_truncated(own, int(window // 1.2), own_keep) * 1.2)
         assert completion.usage.prompt_tokens == expected <= window
+
+
+def test_the_command_takes_the_refusal_and_stop_flags() -> None:
+    history = [{"role": "user", "content": LOGS}]
+    own = chat_tokens(history, GPT_ENCODING)
+    with provider_process("--refuse-over-window", "--context-window", str(own)) as url:
+        refused = httpx.post(
+            f"{url}/v1/chat/completions", json={"model": GPT, "messages": history}, timeout=30
+        )
+        assert refused.status_code == 400 and refused.json() == llama_refusal(own, own)
+        prompt = "System: you read logs.\n" + LOGS * 2
+        completion = httpx.post(f"{url}/completion", json={"prompt": prompt}, timeout=30)
+        n_prompt = reference_count(prompt, "cl100k_base")
+        assert completion.json() == llama_refusal(n_prompt, own)
+    with provider_process("--stop-at-limit", "--context-window", str(own)) as url:
+        client = openai.OpenAI(base_url=f"{url}/v1", api_key="x", max_retries=0)
+        stopped = client.chat.completions.create(model=GPT, messages=history, max_tokens=2)  # type: ignore[arg-type]
+        assert stopped.choices[0].finish_reason == "length"
+        assert stopped.to_dict()["stats"] == {"stopReason": "contextLengthReached"}
+        assert stopped.choices[0].message.content == ""  # the prompt filled the window
+        assert stopped.usage is not None and stopped.usage.completion_tokens == 0

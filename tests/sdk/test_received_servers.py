@@ -217,3 +217,21 @@ def test_a_compacting_proxy_declares_its_middle_cut(
     else:
         assert span[sc.RECEIVED_POLICY] == sc.POLICY_FRONT_DISCARD
         assert span[sc.RECEIVED_DECLARED] is False
+
+
+@pytest.mark.parametrize("server", ["llama.cpp", "ollama truncate false"])
+def test_a_refused_request_gives_no_received_stage(
+    exporter: InMemorySpanExporter, server: str
+) -> None:
+    """Current llama.cpp servers (400 ``exceed_context_size_error``) and ollama asked not
+    to truncate refuse an over-long prompt: nothing was read, nothing lost, no stage."""
+    if server == "llama.cpp":
+        path, body = "/completion", {"prompt": "Orders: " + RECORDS, "n_predict": 8}
+    else:
+        path = "/api/chat"
+        body = {"model": "llama3.2", "messages": OLLAMA_MESSAGES, "stream": False,
+                "truncate": False, "options": {"num_ctx": 300}}  # fmt: skip
+    with ProviderStandIn(context_window=200, refuse_over_window=True) as provider, _http() as http:
+        answer = http.post(provider.url + path, json=body)
+    assert answer.status_code == 400
+    assert received_spans(exporter) == []

@@ -53,7 +53,8 @@ pytest: ``pytest_plugins = ["ctxledger_cli.provider.pytest_fixture"]`` gives the
 ``provider`` fixture (a started stand-in, stopped after the test).
 
 Command line: ``ctxledger provider [--host H] [--port P] [--context-window N]
-[--silent-front-discard] [--script FILE] [--loop]``.
+[--silent-front-discard | --token-truncate | --refuse-over-window | --stop-at-limit]
+[--script FILE] [--loop]`` (docs/provider-stand-in.md lists every flag).
 """
 
 from __future__ import annotations

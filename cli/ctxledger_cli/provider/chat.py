@@ -1,7 +1,10 @@
 """OpenAI Chat Completions: ``POST /v1/chat/completions``, plain and streaming. With
 ``token_truncate`` (``--token-truncate``) an over-long prompt is cut like llama-server's
-OpenAI-compatible endpoint cuts it (:mod:`.truncation`; the request's ``n_keep``, else
-``--n-keep``), with ``silent_front_discard`` like ollama's."""
+OpenAI-compatible endpoint cut it (:mod:`.truncation`; the request's ``n_keep``, else
+``--n-keep``), with ``silent_front_discard`` like ollama's; with ``refuse_over_window``
+(``--refuse-over-window``) it is refused with today's llama-server's
+``exceed_context_size_error``; with ``stop_at_limit`` (``--stop-at-limit``) the answer
+stops where the window fills, as LM Studio's ``stopAtLimit`` (:mod:`.lm_studio`)."""
 
 from __future__ import annotations
 
@@ -11,7 +14,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ctxledger_cli.provider import errors, pairing, sse
+from ctxledger_cli.provider import errors, lm_studio, pairing, sse
 from ctxledger_cli.provider.engine import Discard, Engine, Reply
 from ctxledger_cli.provider.script import Step, new_call_id
 from ctxledger_cli.provider.truncation import messages_hit, truncate
@@ -67,7 +70,11 @@ def handle(
         return engine.counting.prompt(kept, model, tools=tools)
 
     window = engine.window_for(model)
-    if engine.token_truncate:
+    if engine.refuse_over_window:
+        prompt_tokens = count(messages)
+        if prompt_tokens >= window:  # llama.cpp's ">=": a full window leaves no room
+            return _refused(errors.llama_context_exceeded(prompt_tokens, window))
+    elif engine.token_truncate:
         prompt_tokens = _truncated(payload, engine, model, messages, window)
     else:
         fitted = engine.fit(
@@ -81,47 +88,52 @@ def handle(
         if prompt_tokens > window and not engine.silent_front_discard:
             return _refused(errors.chat_context_exceeded(window, prompt_tokens))
     step = engine.next_step()
-    calls = _tool_calls(step)
+    text, calls = step.text, _tool_calls(step)
     completion = engine.counting.answer(
-        step.text, [(c["function"]["name"], c["function"]["arguments"]) for c in calls], model
+        text, [(c["function"]["name"], c["function"]["arguments"]) for c in calls], model
     )
+    finish = "tool_calls" if calls else "stop"
+    stats: dict[str, Any] | None = None  # LM Studio's, only with stop_at_limit
+    if engine.stop_at_limit:
+        stopped = lm_studio.stop_at_limit(
+            payload, engine.counting, model, prompt_tokens, window, text, calls
+        )
+        text, calls, completion = stopped.text, stopped.calls, stopped.completion_tokens
+        finish, stats = stopped.finish_reason, stopped.stats
     usage = _usage(prompt_tokens, completion)
     # What ollama's OpenAI-compatible endpoint answers, the server whose discard this mimics.
     fingerprint = OLLAMA_FINGERPRINT if engine.silent_front_discard else None
     completion_id = f"chatcmpl-standin{next(_ids):08d}"
     created = int(time.time())
-    finish = "tool_calls" if calls else "stop"
     if payload.get("stream"):
         options = payload.get("stream_options") or {}
         include_usage = isinstance(options, Mapping) and bool(options.get("include_usage"))
         frames = _stream(
-            completion_id, created, model, step.text, calls, finish, usage, include_usage,
-            fingerprint,
+            completion_id, created, model, text, calls, finish, usage, include_usage,
+            fingerprint, stats,
         )  # fmt: skip
         return Reply(200, events=frames)
     message: dict[str, Any] = {
         "role": "assistant",
-        "content": step.text,
+        "content": text,
         "refusal": None,
         "annotations": [],
     }
     if calls:
         message["tool_calls"] = calls
-    return Reply(
-        200,
-        {
-            "id": completion_id,
-            "object": "chat.completion",
-            "created": created,
-            "model": model,
-            "choices": [
-                {"index": 0, "message": message, "logprobs": None, "finish_reason": finish}
-            ],
-            "usage": usage,
-            "service_tier": "default",
-            "system_fingerprint": fingerprint,
-        },
-    )
+    body: dict[str, Any] = {
+        "id": completion_id,
+        "object": "chat.completion",
+        "created": created,
+        "model": model,
+        "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish}],
+        "usage": usage,
+        "service_tier": "default",
+        "system_fingerprint": fingerprint,
+    }
+    if stats is not None:
+        body["stats"] = stats
+    return Reply(200, body)
 
 
 def _truncated(
@@ -167,6 +179,7 @@ def _stream(
     usage: dict[str, Any],
     include_usage: bool,
     fingerprint: str | None = None,
+    stats: dict[str, Any] | None = None,
 ) -> tuple[bytes, ...]:
     def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> bytes:
         body: dict[str, Any] = {
@@ -181,6 +194,8 @@ def _stream(
         }
         if include_usage:
             body["usage"] = None
+        if finish_reason is not None and stats is not None:
+            body["stats"] = stats  # LM Studio's stop reason, with the finish reason
         return sse.data_frame(body)
 
     frames = [chunk({"role": "assistant", "content": "", "refusal": None})]

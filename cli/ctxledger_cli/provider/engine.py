@@ -3,7 +3,8 @@ tokens are counted (:mod:`.counting`) and the silent front discard (the behaviou
 ollama#3839: a prompt over the window loses its oldest messages, system messages
 excepted, and the answer is a 200 whose usage counts only what was kept). Token
 truncation is in :mod:`.truncation`, Anthropic's context editing in
-:mod:`.context_editing`."""
+:mod:`.context_editing`, LM Studio's ``stopAtLimit`` in :mod:`.lm_studio`; the
+refusals (``refuse_over_window``, ollama's ``truncate: false``) in :mod:`.errors`."""
 
 from __future__ import annotations
 
@@ -88,14 +89,29 @@ class Engine:
         n_keep: int = 0,
         counting: Counting | None = None,
         loop: bool = False,
+        refuse_over_window: bool = False,
+        stop_at_limit: bool = False,
     ) -> None:
-        if silent_front_discard and token_truncate:
-            raise ValueError("silent_front_discard and token_truncate exclude each other")
+        policies = {
+            "silent_front_discard": silent_front_discard,
+            "token_truncate": token_truncate,
+            "refuse_over_window": refuse_over_window,
+            "stop_at_limit": stop_at_limit,
+        }
+        chosen = [name for name, on in policies.items() if on]
+        if len(chosen) > 1:
+            # Each is one server's answer to an over-long prompt: a server has one.
+            raise ValueError(f"{' and '.join(chosen)} exclude each other")
         self.lock = threading.Lock()
         self.script = Script(script, loop=loop)
         self.context_window = context_window
         self.silent_front_discard = silent_front_discard
         self.token_truncate = token_truncate
+        # llama.cpp's server today: a prompt of the window or more is refused with its
+        # exceed_context_size_error (/completion and chat completions).
+        self.refuse_over_window = refuse_over_window
+        # LM Studio's stopAtLimit: chat completions stop the answer where the window fills.
+        self.stop_at_limit = stop_at_limit
         self.n_keep = n_keep
         self.counting = counting or Counting()
         self.received: list[RecordedRequest] = []

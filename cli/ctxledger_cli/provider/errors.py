@@ -14,6 +14,13 @@ The wording was taken from real responses quoted in public issue threads:
 * Anthropic Messages, context: claude-code#12186 and #14195 ("prompt is too long: N tokens
   > M maximum"); pairing: claude-code#1237 and #5989 (``tool_use`` without ``tool_result``,
   ids joined by ", "), claude-code#13460 and Anthropic.SDK#184 (the reverse case).
+* llama.cpp's server, context (``refuse_over_window``): ``tools/server/server-context.cpp``
+  refuses a prompt of ``n_ctx`` tokens or more with "request (N tokens) exceeds the
+  available context size (M tokens), try increasing it" and ``ERROR_TYPE_EXCEED_CONTEXT_SIZE``,
+  which ``format_error_response`` writes as ``code`` 400 and ``type``
+  ``exceed_context_size_error``; ``server-task.cpp`` adds ``n_prompt_tokens`` and ``n_ctx``.
+* ollama, ``truncate: false``: the runner's ``errorInputTooLong``, "the input length
+  exceeds the context length", answered as ``{"error": …}`` with a 400.
 """
 
 from __future__ import annotations
@@ -79,6 +86,31 @@ def responses_context_exceeded() -> Refusal:
 
 def anthropic_context_exceeded(window: int, input_tokens: int) -> Refusal:
     return anthropic_error(f"prompt is too long: {input_tokens} tokens > {window} maximum")
+
+
+def llama_context_exceeded(n_prompt_tokens: int, n_ctx: int) -> Refusal:
+    """llama.cpp's own shape, not OpenAI's: ``code`` is the HTTP status, the counts are
+    fields of the error, and the same body comes from ``/completion`` and chat
+    completions."""
+    message = (
+        f"request ({n_prompt_tokens} tokens) exceeds the available context size "
+        f"({n_ctx} tokens), try increasing it"
+    )
+    body = {
+        "error": {
+            "code": 400,
+            "message": message,
+            "type": "exceed_context_size_error",
+            "n_prompt_tokens": n_prompt_tokens,
+            "n_ctx": n_ctx,
+        }
+    }
+    return Refusal(400, body)
+
+
+def ollama_input_too_long() -> Refusal:
+    """ollama's error body is a bare string under ``error``, with no counts."""
+    return Refusal(400, {"error": "the input length exceeds the context length"})
 
 
 def chat_missing_tool_responses(index: int, call_ids: Sequence[str]) -> Refusal:

@@ -4,7 +4,10 @@ Request ``{"prompt": "…", "n_keep": K, "n_predict", "stream"}``. A prompt of t
 (``--context-window``, else :data:`DEFAULT_N_CTX`, llama-server's ``--ctx-size``) or more
 is cut as llama.cpp's server cut it before it refused over-long prompts
 (:mod:`.truncation`): the first ``n_keep`` tokens and the tail are kept, and the answer
-says ``"truncated": true`` with ``tokens_evaluated``, the tokens of what was kept.
+says ``"truncated": true`` with ``tokens_evaluated``, the tokens of what was kept. With
+``refuse_over_window`` (``--refuse-over-window``) it is refused as llama.cpp's server
+refuses it today: a 400 whose ``error`` has ``"type": "exceed_context_size_error"``,
+``n_prompt_tokens`` and ``n_ctx`` (:func:`.errors.llama_context_exceeded`).
 
 The answer: ``{"index", "content", "id_slot", "stop": true, "model",
 "tokens_predicted", "tokens_evaluated", "generation_settings": {"n_ctx", "n_keep",
@@ -20,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ctxledger_cli.provider import sse
+from ctxledger_cli.provider import errors, sse
 from ctxledger_cli.provider.engine import Discard, Engine, Reply
 from ctxledger_cli.provider.tokens import compact_json, count_text
 from ctxledger_cli.provider.truncation import truncate
@@ -53,6 +56,10 @@ def handle(
     n_ctx = engine.window_for(model, DEFAULT_N_CTX)
     n_keep = _int(payload.get("n_keep"), 0)
     own = count_text(prompt, counting.model_for(model))  # the text alone: no messages
+    if engine.refuse_over_window and counting.units(own) >= n_ctx:
+        # ">=" as llama.cpp: a prompt filling the window leaves no cell to decode into.
+        refusal = errors.llama_context_exceeded(counting.units(own), n_ctx)
+        return Reply(refusal.status, refusal.body)
     cut = truncate(own, counting.own(n_ctx), n_keep if n_keep < 0 else counting.own(n_keep))
     evaluated = counting.units(cut.kept)
     if cut.truncated:

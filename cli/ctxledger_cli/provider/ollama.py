@@ -6,7 +6,10 @@ of role ``system``, ``user``, ``assistant`` (``tool_calls``: ``[{"function": {"n
 Like ollama (ollama#3839) a prompt over the window loses its oldest messages, system
 messages excepted and the last one always kept, and the answer is a 200: the only trace
 is ``prompt_eval_count``, the tokens of what was kept. The window is the request's
-``options.num_ctx``, else ``--context-window``, else :data:`DEFAULT_NUM_CTX`.
+``options.num_ctx``, else ``--context-window``, else :data:`DEFAULT_NUM_CTX`. A request
+saying ``"truncate": false`` (absent or true: the discard) is refused instead, as ollama
+refuses it: a 400 ``{"error": "the input length exceeds the context length"}``, and the
+script keeps its step.
 
 The answer: ``{"model", "created_at", "message": {"role": "assistant", "content",
 "tool_calls"}, "done_reason": "stop", "done": true, "total_duration", "load_duration",
@@ -25,6 +28,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ctxledger_cli.provider import errors
 from ctxledger_cli.provider.engine import Engine, Reply
 from ctxledger_cli.provider.script import new_call_id
 from ctxledger_cli.provider.tokens import compact_json
@@ -83,15 +87,20 @@ def handle(
         return engine.counting.prompt(kept, model, tools=tools)
 
     window = _num_ctx(payload) or engine.window_for(model, DEFAULT_NUM_CTX)
+    # ollama reads only a JSON false as "do not truncate"; anything else keeps the discard.
+    truncate = payload.get("truncate") is not False
     fitted = engine.fit(
         "ollama",
         model,
         messages,
         count,
         lambda m: isinstance(m, Mapping) and m.get("role") == "system",
-        discard=True,
+        discard=truncate,
         window=window,
     )
+    if not truncate and fitted.prompt_tokens > window:
+        refusal = errors.ollama_input_too_long()
+        return Reply(refusal.status, refusal.body)
     step = engine.next_step()
     calls: list[dict[str, Any]] = [
         {

@@ -129,7 +129,12 @@ class _Server(ThreadingHTTPServer):
 
 
 class ProviderStandIn:
-    """The stand-in on ``host:port`` (port 0: a free one), served from a thread::
+    """The stand-in on ``host:port`` (port 0: a free one), served from a thread.
+
+    What an over-long prompt gets, at most one of: ``silent_front_discard`` (ollama's
+    discard), ``token_truncate`` (llama.cpp's server before it refused),
+    ``refuse_over_window`` (llama.cpp's server today: ``exceed_context_size_error``),
+    ``stop_at_limit`` (LM Studio's ``stopAtLimit``); none: the provider's own refusal::
 
     with ProviderStandIn(script=[ToolCall("query_orders", {"customer": "C-1"}), "done"]) as p:
         client = openai.OpenAI(base_url=p.openai_base_url, api_key="x")
@@ -145,6 +150,8 @@ class ProviderStandIn:
         silent_front_discard: bool = False,
         token_truncate: bool = False,
         n_keep: int = 0,
+        refuse_over_window: bool = False,
+        stop_at_limit: bool = False,
         count_scale: float = 1.0,
         count_encoding: str | None = None,
         loop: bool = False,
@@ -158,6 +165,8 @@ class ProviderStandIn:
             n_keep=n_keep,
             counting=Counting(count_scale, count_encoding),
             loop=loop,
+            refuse_over_window=refuse_over_window,
+            stop_at_limit=stop_at_limit,
         )
         self._server = _Server((host, port), self.engine, verbose)
         self._thread: threading.Thread | None = None
