@@ -20,7 +20,8 @@ Every repetition measures a fresh text (one record differs) so the SDK's measure
 cannot hide the first encode; within one journey the four stages share the text, as they
 do when nothing is lost on the way. A case times the raw encodes of its texts, then their
 journeys (``--alternate``: each text's encode and journey one after the other). Times are
-medians of ``time.perf_counter`` deltas.
+medians of ``time.perf_counter`` deltas. It ends with ``received_overhead.py``'s table
+(in a process of its own): what reading the server's usage costs the agent's thread.
 This is a benchmark: it reports numbers and asserts nothing about them.
 """
 
@@ -37,6 +38,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
+from pathlib import Path
 
 # Surface SDK failures instead of swallowing them, and keep the environment from turning a
 # ledger, exporter, tokenizer, token counter or token bound on behind the benchmark's back.
@@ -283,6 +285,12 @@ def main() -> None:
         "fixed (about 70 us here) and weigh most at 2 KB. The agent thread only snapshots "
         "and enqueues; flush() measures itself what the worker has not taken yet."
     )
+    print()
+    print("received: what reading the server's usage costs the agent's thread per response")
+    print("(goal <= 0.05 ms; a streamed body never held whole), bench/received_overhead.py:")
+    received = Path(__file__).with_name("received_overhead.py")
+    done = subprocess.run([sys.executable, str(received)], capture_output=True, text=True)
+    print(done.stdout.rstrip() if done.returncode == 0 else done.stderr[-2000:])
 
 
 if __name__ == "__main__":
