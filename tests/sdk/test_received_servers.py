@@ -12,7 +12,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import anthropic
+import httpx
 import httpx2
+import ollama
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from tests.sdk.received_kit import Answer, CannedServer, memory_sdk, received_spans
@@ -63,6 +65,24 @@ def test_ollama_native_chat_reports_prompt_eval_count(
     assert span[sc.RECEIVED_DECLARED] is False
     assert span[sc.RECEIVED_SEGMENT_ROLES][0] == "system"
     assert sc.RECEIVED_UNREPORTED not in span
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_ollamas_own_client_through_the_hooks(exporter: InMemorySpanExporter, stream: bool) -> None:
+    """The ``ollama`` package passes its keyword arguments to its ``httpx.Client``: the
+    SDK's hooks go in as with the openai and anthropic clients."""
+    with ProviderStandIn() as provider:
+        client = ollama.Client(host=provider.url, event_hooks=ctxledger.httpx_event_hooks())
+        options = {"num_ctx": 300}
+        if stream:
+            parts = list(client.chat("llama3.2", OLLAMA_MESSAGES, stream=True, options=options))
+            reported = parts[-1].prompt_eval_count
+        else:
+            reported = client.chat("llama3.2", OLLAMA_MESSAGES, options=options).prompt_eval_count
+    (span,) = received_spans(exporter)
+    assert reported is not None and span[sc.RECEIVED_INPUT_TOKENS] == reported <= 300
+    assert span[sc.RECEIVED_POLICY] == sc.POLICY_FRONT_DISCARD
+    assert isinstance(client._client, httpx.Client)  # plain httpx, not httpx2
 
 
 def test_llama_cpp_completion_reports_tokens_evaluated_and_truncated(
