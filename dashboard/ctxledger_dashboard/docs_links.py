@@ -16,6 +16,7 @@ REMEDY_OF_STAGE: dict[str, str] = {
     sc.STAGE_SENT: "framework-settings-that-truncate-silently-seed-004",
     sc.STAGE_LLM_INPUT: "framework-settings-that-truncate-silently-seed-004",
     "request": "context_length_exceeded-emergency_trim",
+    sc.STAGE_RECEIVED: "model-servers-that-discard-silently-stage-received",
 }
 #: Where the remedies start: which one to choose.
 REMEDY_CHOICE = "which-one-the-decision-order-seed-002"

@@ -25,6 +25,8 @@ LAYER_OF_STAGE: dict[str, str] = {
     sc.STAGE_LLM_INPUT: "the context manager or gateway (tool output → the request, as the "
     "LLM span recorded it)",
     "request": "history trimming (a result or its call left the request)",
+    sc.STAGE_RECEIVED: "the model server (it read fewer tokens than were sent: its context "
+    "window, truncation or context editing)",
 }
 
 

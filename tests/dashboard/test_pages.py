@@ -14,7 +14,7 @@ from streamlit.testing.v1 import AppTest
 from ctxledger import semconv as sc
 from ctxledger_collector.ops.settings import Settings
 from ctxledger_dashboard.docs_links import DOCS_URL, REMEDY_CHOICE, REMEDY_OF_STAGE
-from ctxledger_dashboard.verdict_style import COLORS
+from ctxledger_dashboard.verdict_style import COLORS, LAYER_OF_STAGE
 from tests.collector.live_collector import LiveCollector, free_port
 from tests.dashboard.conftest import APP, ROOT
 
@@ -248,6 +248,16 @@ def test_remedy_links_open_a_heading_of_docs_remedies() -> None:
     text = (ROOT / "docs" / "remedies.md").read_text(encoding="utf-8")
     anchors = {_github_anchor(line) for line in text.splitlines() if line.startswith("#")}
     assert set(REMEDY_OF_STAGE.values()) | {REMEDY_CHOICE} <= anchors
+
+
+def test_every_stage_a_loss_can_reach_names_its_layer_and_remedy() -> None:
+    """A loss is shown at the stage it reached: each such stage, the model server's
+    ``received`` too, names the layer to fix and a heading of docs/remedies.md."""
+    losing_stages = {sc.STAGE_SERIALIZED, sc.STAGE_ASSEMBLED, sc.STAGE_SENT,
+                     sc.STAGE_LLM_INPUT, sc.STAGE_RECEIVED, "request"}  # fmt: skip
+    assert losing_stages <= set(LAYER_OF_STAGE)
+    assert losing_stages <= set(REMEDY_OF_STAGE)
+    assert "model server" in LAYER_OF_STAGE[sc.STAGE_RECEIVED]
 
 
 def _github_anchor(heading: str) -> str:
