@@ -159,3 +159,28 @@ def test_a_result_the_server_dropped_is_reported_with_its_received_stage(
     alerts = _alerts(alert_log)
     assert [a["rule"] for a in alerts] == ["model-server-discards"], alerts
     assert [e["tool_call_id"] for e in alerts[0]["examples"]] == ["call_old"]
+
+
+@pytest.mark.parametrize("scale", [0.8, 1.2, 0.55])
+def test_a_tokenizer_difference_is_never_a_loss(
+    collector: LiveCollector, sdk: Client, scale: float
+) -> None:
+    """The server keeps everything but counts with another tokenizer (``scale`` times the
+    model's own count): 20 % either way is within the approximate tokenizer's tolerance,
+    so both results are intact; 45 % fewer tokens than were sent is a loss."""
+    with ProviderStandIn(count_scale=scale) as provider:
+        http = httpx2.Client(event_hooks=ctxledger.httpx_event_hooks())
+        model = openai.OpenAI(
+            base_url=provider.base_url, api_key="any", http_client=http, max_retries=0
+        )
+        with ctxledger.run("window-agent"):
+            model.chat.completions.create(model=MODEL, messages=_messages())  # type: ignore[arg-type]
+        model.close()
+    assert ctxledger.flush()
+    with collector.client() as api:
+        found = {r["tool_call_id"]: r for r in _reports(api)}
+    verdicts = {call: found[call]["verdict"] for call in ("call_old", "call_new")}
+    if scale == 0.55:
+        assert verdicts["call_old"] in ("silent", "dropped"), found["call_old"]
+    else:
+        assert verdicts == {"call_old": "intact", "call_new": "intact"}, found

@@ -48,6 +48,8 @@ CONTENT_ON_SPANS = os.environ.get("ZERO_SDK_CONTENT", "on") == "on"
 #: A context window makes the stand-in discard like ollama: the oldest messages of a
 #: longer prompt, silently, with a truthful prompt_tokens.
 SERVER_WINDOW = int(os.environ.get("ZERO_SDK_SERVER_WINDOW", "0")) or None
+#: The stand-in counts like a tokenizer this many times the model's own (1.0: its own).
+COUNT_SCALE = float(os.environ.get("ZERO_SDK_COUNT_SCALE", "1.0"))
 
 
 def orders(count: int = 40) -> list[dict[str, Any]]:
@@ -279,7 +281,7 @@ def main(instrumentation: str, cases: list[str], endpoints: list[str]) -> None:
     tracer = trace.get_tracer("zero-sdk-agent", tracer_provider=provider)
     found: dict[str, dict[str, Any]] = {}
     window = {"context_window": SERVER_WINDOW, "silent_front_discard": True}
-    with ProviderStandIn(**(window if SERVER_WINDOW else {})) as llm:
+    with ProviderStandIn(**(window if SERVER_WINDOW else {}), count_scale=COUNT_SCALE) as llm:
         agent = Agent(
             openai.OpenAI(base_url=llm.base_url, api_key="test"),
             ToolSpans(instrumentation, provider),
