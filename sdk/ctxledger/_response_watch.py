@@ -193,19 +193,40 @@ def _watched_for(stream_type: type) -> type | None:
     return _watched_class(bases) if bases else None
 
 
-def proxy_evicted_tokens(headers: Any) -> int | None:
+#: The response headers the watch reads, lower case.
+_READ_HEADERS: Final = frozenset(
+    {"content-type", "content-encoding", "x-contextpaw-compacted", "x-contextpaw-evicted-tokens"}
+)
+_READ_RAW: Final = frozenset(name.encode() for name in _READ_HEADERS)
+
+
+def read_headers(headers: Any) -> dict[str, str]:
+    """The headers the watch reads, lower-cased names, in one pass over the raw list
+    (``Headers.get`` walks the whole list in Python on every call)."""
+    raw = getattr(headers, "raw", None)
+    if raw is None:  # not httpx's Headers: ask for each
+        return {name: value for name in _READ_HEADERS if (value := headers.get(name))}
+    found: dict[str, str] = {}
+    for name, value in raw:
+        lowered = name.lower()
+        if lowered in _READ_RAW:
+            found[lowered.decode()] = value.decode("latin-1")
+    return found
+
+
+def proxy_evicted_tokens(headers: dict[str, str]) -> int | None:
     """The tokens a compacting proxy (contextpaw) says it evicted from the request's middle
     (0 when it says so without a number); None when no proxy declared a compaction."""
-    if str(headers.get("x-contextpaw-compacted", "")).strip().lower() != "true":
+    if headers.get("x-contextpaw-compacted", "").strip().lower() != "true":
         return None
-    evicted = str(headers.get("x-contextpaw-evicted-tokens", "")).strip()
+    evicted = headers.get("x-contextpaw-evicted-tokens", "").strip()
     return int(evicted) if evicted.isdecimal() and len(evicted) < 12 else 0
 
 
 def watch_response(client: Client, response: Any, request_id: str, kind: str) -> None:
     """Watch ``response``'s body for its ``received`` stage (called by the response hook,
     before httpx reads the body)."""
-    headers = response.headers
+    headers = read_headers(response.headers)
     content_type = headers.get("content-type", "")
     streamed = "event-stream" in content_type or "ndjson" in content_type
     encoding = headers.get("content-encoding", "").strip().lower()
