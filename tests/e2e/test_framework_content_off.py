@@ -15,14 +15,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from ctxledger import semconv as sc
 from ctxledger_cli.provider import ProviderStandIn, ToolCall
-from ctxledger_collector.ops.settings import Settings
-from tests.collector.conftest import fresh_postgres_database
 from tests.collector.live_collector import LiveCollector
+from tests.e2e.twin_collectors import trace_reports, twin_collectors
 
 from .cached_installs import installed_python
 from .helpers import REPO_ROOT
@@ -46,20 +44,8 @@ LANGCHAIN_HIDDEN = {
 
 @pytest.fixture(scope="module")
 def collectors(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, LiveCollector]]:
-    """Collectors that never sweep during the test: a verdict seen is the first one."""
-    sqlite = f"sqlite:///{tmp_path_factory.mktemp('frameworks') / 'ctxledger.db'}"
-    with fresh_postgres_database() as postgres:
-        running = [
-            LiveCollector(Settings(database_url=url, auto_migrate=True, sweep_interval_s=3600))
-            for url in (sqlite, postgres)
-        ]
-        for collector in running:
-            collector.__enter__()
-        try:
-            yield dict(zip(("sqlite", "postgresql"), running, strict=True))
-        finally:
-            for collector in running:
-                collector.__exit__(None, None, None)
+    with twin_collectors(tmp_path_factory, "frameworks") as running:
+        yield running
 
 
 @pytest.fixture(scope="module")
@@ -83,21 +69,13 @@ def run_agent(
     return found
 
 
-def reports(collector: LiveCollector, trace_id: str) -> list[dict[str, Any]]:
-    with httpx.Client(base_url=collector.url, timeout=10) as client:
-        answer = client.get("/api/v1/reports", params={"trace_id": trace_id})
-    answer.raise_for_status()
-    found: list[dict[str, Any]] = answer.json()["reports"]
-    return found
-
-
 def check_pipelines(
     runs: dict[str, Any], collectors: dict[str, LiveCollector], source: str
 ) -> None:
     for database, collector in collectors.items():
         for case, run in runs.items():
             (call,) = run["calls"]
-            found = reports(collector, run["trace_id"])
+            found = trace_reports(collector, run["trace_id"])
             where = f"{case} on {database}: {json.dumps(found, indent=1)[:3000]}"
             (report,) = found
             verdict, lost = PIPELINES[case]
@@ -115,7 +93,7 @@ def check_content_off(
     at once; none is a loss. Returns the reports of the first collector."""
     seen = []
     for database, collector in collectors.items():
-        found = reports(collector, run["trace_id"])
+        found = trace_reports(collector, run["trace_id"])
         said = f"{where} on {database}: {json.dumps(found, indent=1)[:3000]}"
         hidden = [r for r in found if r["verdict"] == sc.VERDICT_UNAUDITABLE]
         assert hidden, said

@@ -14,14 +14,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from ctxledger import semconv as sc
 from ctxledger_cli.provider import ProviderStandIn, ToolCall
-from ctxledger_collector.ops.settings import Settings
-from tests.collector.conftest import fresh_postgres_database
 from tests.collector.live_collector import LiveCollector
+from tests.e2e.twin_collectors import trace_reports, twin_collectors
 
 from .cached_installs import prepared_node_project, require_node
 from .helpers import REPO_ROOT
@@ -44,21 +42,8 @@ INTEGRATIONS = {"otel": sc.SOURCE_GENAI, "legacy": sc.SOURCE_VERCEL_AI}
 
 @pytest.fixture(scope="module")
 def collectors(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, LiveCollector]]:
-    """A collector on SQLite and one on PostgreSQL; neither sweeps during the test, so a
-    verdict seen is the one given as soon as the spans were in."""
-    sqlite = f"sqlite:///{tmp_path_factory.mktemp('vercel-ai') / 'ctxledger.db'}"
-    with fresh_postgres_database() as postgres:
-        running = [
-            LiveCollector(Settings(database_url=url, auto_migrate=True, sweep_interval_s=3600))
-            for url in (sqlite, postgres)
-        ]
-        for collector in running:
-            collector.__enter__()
-        try:
-            yield dict(zip(("sqlite", "postgresql"), running, strict=True))
-        finally:
-            for collector in running:
-                collector.__exit__(None, None, None)
+    with twin_collectors(tmp_path_factory, "vercel-ai") as running:
+        yield running
 
 
 @pytest.fixture(scope="module")
@@ -80,14 +65,6 @@ def run_agent(project: Path, integration: str, collectors: dict[str, LiveCollect
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def reports(collector: LiveCollector, trace_id: str) -> list[dict[str, Any]]:
-    with httpx.Client(base_url=collector.url, timeout=10) as client:
-        answer = client.get("/api/v1/reports", params={"trace_id": trace_id})
-    answer.raise_for_status()
-    found: list[dict[str, Any]] = answer.json()["reports"]
-    return found
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("integration", list(INTEGRATIONS))
 def test_the_ai_sdks_own_spans_are_judged_without_a_false_drop(
@@ -97,7 +74,7 @@ def test_the_ai_sdks_own_spans_are_judged_without_a_false_drop(
     for database, collector in collectors.items():
         for case, run in runs.items():
             (call,) = run["calls"]
-            found = reports(collector, run["trace_id"])
+            found = trace_reports(collector, run["trace_id"])
             where = f"{integration} on {database}, {case}: {json.dumps(found, indent=1)[:3000]}"
             # One journey per call: none in the request whose response issued it.
             assert [r["tool_call_id"] for r in found] == [call], where

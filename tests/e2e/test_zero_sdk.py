@@ -16,9 +16,8 @@ import httpx
 import pytest
 
 from ctxledger import semconv as sc
-from ctxledger_collector.ops.settings import Settings
-from tests.collector.conftest import fresh_postgres_database
 from tests.collector.live_collector import LiveCollector
+from tests.e2e.twin_collectors import trace_reports, twin_collectors
 
 from .helpers import REPO_ROOT, subprocess_env
 
@@ -89,22 +88,8 @@ CONTENT_SETTINGS: dict[str, tuple[str, dict[str, str], bool, str, str]] = {
 
 @pytest.fixture(scope="module")
 def collectors(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, LiveCollector]]:
-    """A real collector on SQLite and one on PostgreSQL, both fed by every agent run."""
-    sqlite = f"sqlite:///{tmp_path_factory.mktemp('zero-sdk') / 'ctxledger.db'}"
-    with fresh_postgres_database() as postgres:
-        running = {
-            name: LiveCollector(
-                Settings(database_url=url, auto_migrate=True, sweep_interval_s=3600)
-            )
-            for name, url in (("sqlite", sqlite), ("postgresql", postgres))
-        }
-        for collector in running.values():
-            collector.__enter__()
-        try:
-            yield running
-        finally:
-            for collector in running.values():
-                collector.__exit__(None, None, None)
+    with twin_collectors(tmp_path_factory, "zero-sdk") as running:
+        yield running
 
 
 def run_agent(
@@ -130,18 +115,10 @@ def run_agent(
     return found
 
 
-def reports(collector: LiveCollector, trace_id: str) -> list[dict[str, Any]]:
-    with collector.client() as client:
-        answer = client.get("/api/v1/reports", params={"trace_id": trace_id})
-    answer.raise_for_status()
-    found: list[dict[str, Any]] = answer.json()["reports"]
-    return found
-
-
 def judged(collector: LiveCollector, run: dict[str, Any]) -> list[dict[str, Any]]:
     """The report of each call the case issued, in the request that follows it (the
     journey without a request when there is none)."""
-    found = reports(collector, run["trace_id"])
+    found = trace_reports(collector, run["trace_id"])
     chosen = []
     for call in run["calls"]:
         own = [r for r in found if r["tool_call_id"] == call]
@@ -203,9 +180,7 @@ SERVER_DROP = {
 def test_the_model_servers_discard_is_found_from_the_spans_usage(
     instrumentation: str, collectors: dict[str, LiveCollector]
 ) -> None:
-    runs = run_agent(
-        instrumentation, ["server_window"], collectors, ZERO_SDK_SERVER_WINDOW="600"
-    )
+    runs = run_agent(instrumentation, ["server_window"], collectors, ZERO_SDK_SERVER_WINDOW="600")
     verdict, outcome = SERVER_DROP[instrumentation]
     for database, collector in collectors.items():
         old, new = judged(collector, runs["server_window"])
