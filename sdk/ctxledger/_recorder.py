@@ -44,6 +44,7 @@ from ctxledger._received import ReceivedStage
 from ctxledger._safety import raise_errors, report_failure
 from ctxledger._stage_attributes import measurement_attributes, stage_attributes
 from ctxledger.wire import manifest_from_attributes, measurement_from_attributes
+from ctxledger.wire_received import received_from_attributes
 
 _BATCH = 16
 #: How long a job may wait for a batch to gather before the worker takes it anyway.
@@ -249,6 +250,13 @@ class Recorder:
         span = self._start_span(f"{sc.SPAN_MEASUREMENT} {sc.STAGE_RECEIVED}", job, attrs)
         span.end()
         self._measured_in_batch += 1
+        if self.ledger is not None:
+            trace_id, span_id = _span_ids(span)
+            self.ledger.observe_received(
+                received_from_attributes(
+                    attrs, trace_id=trace_id, span_id=span_id, observed_at=time.time()
+                )
+            )
 
     def _emit_manifest(self, job: ManifestJob) -> None:
         attrs: dict[str, AttributeValue] = {

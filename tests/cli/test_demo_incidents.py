@@ -16,7 +16,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import ctxledger
-from ctxledger.verdicts import Manifest, Measurement, Report, judge_trace, worst
+from ctxledger.verdicts import Manifest, Measurement, Report, judge_trace, layer_name, worst
 from ctxledger.verdicts.received import received_measurements
 from ctxledger.wire import (
     is_manifest,
@@ -30,6 +30,7 @@ from ctxledger_cli.agents import openai_agents_log
 from ctxledger_cli.demo import (
     dropped_result,
     framework_agents,
+    real_agents,
     seed_000_first_rows,
     seed_001_context_overflow,
     seed_002_log_clip,
@@ -81,6 +82,7 @@ def test_run_all_incidents_returns_the_expected_verdicts(ledger):
         "orphaned_call": "orphaned",
         "dropped_result": "dropped",
         "clean_journeys": "intact",
+        "ollama_window": "dropped",
     }
     assert demo.EXPECTED_VERDICTS["orphaned_call"] == {
         "call_orders_orphan": "dropped",
@@ -103,6 +105,21 @@ def test_incident_gets_exactly_its_verdicts_in_the_ledger(name, ledger):
             # It reached the model, and no loss was ever announced for it.
             assert any(f"[{cid}] sent" in line for line in lines), cid
             assert not any(f"[{cid}]" in line for line in losses), cid
+
+
+def test_ollama_window_drops_the_orders_at_the_model_server(ledger):
+    reports, lines = _run("ollama_window", ledger)
+    orders_call, invoice_call = real_agents.WINDOW_CALL_IDS
+    dropped = _only(reports, orders_call)
+    assert (dropped.verdict, dropped.tool_name) == ("dropped", "query_orders")
+    assert layer_name(dropped.layer) == "model_server"
+    [lost] = [t for t in dropped.transitions if t.lost]
+    assert (lost.from_stage, lost.to_stage) == ("sent", "received")
+    # The request left whole: the orders result was sent, then not read.
+    assert any(f"[{orders_call}] sent" in line for line in lines)
+    # The invoice was read: the ledger says so, and announces no loss for it.
+    assert any(f"[{invoice_call}] received" in line and "server=kept" in line for line in lines)
+    assert {r.tool_call_id for r in reports} == {orders_call}
 
 
 def test_seed_002_clip_keeps_head_tail_and_a_marker():

@@ -29,7 +29,7 @@ def test_every_verdict_line_names_the_step_where_its_result_was_first_lost(
         demo = run_python("-m", "ctxledger_cli", "demo", "--endpoint", collector.url)
         assert demo.returncode == 0, demo.stdout + demo.stderr
         rows = [m for line in demo.stdout.splitlines() if (m := ROW.match(line))]
-        assert len(rows) == 9, demo.stdout
+        assert len(rows) == 10, demo.stdout
         printed = {m.group(3): (m.group(2), int(m.group(4))) for m in rows}
         answered: dict[str, tuple[str, int]] = {}
         for call_id, (verdict, _) in printed.items():

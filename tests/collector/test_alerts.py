@@ -71,6 +71,7 @@ DROP_CALL = expected_call("dropped_result", "dropped")
 ORPHAN_CALL = expected_call("orphaned_call", "orphaned")
 TRIMMED_CALL = expected_call("orphaned_call", "dropped")
 NAIVE_TRIM_CALL = expected_call("seed_001_naive_trim", "orphaned")
+WINDOW_CALL = expected_call("ollama_window", "dropped")
 
 Group = tuple[str, str | None, str | None]
 KB: Group = (RULE, "kb-agent", "search_knowledge")
@@ -84,6 +85,8 @@ GROUPS: dict[Group, tuple[str, str, int]] = {
     (RULE, "langgraph-trim-agent", "search_orders"): ("dropped", TRIMMED_CALL, 1),
     # Seed 001's naive trim: the log call kept, its result deleted.
     (RULE, "sre-agent", "grep_logs"): ("orphaned", NAIVE_TRIM_CALL, 1),
+    # The request left whole; the model server discarded the orders at its window.
+    (RULE, "ollama-window-agent", "query_orders"): ("dropped", WINDOW_CALL, 1),
 }
 
 T = TypeVar("T")

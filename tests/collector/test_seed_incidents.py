@@ -26,6 +26,7 @@ PINNED = {
     "orphaned_call": "orphaned",
     "dropped_result": "dropped",
     "clean_journeys": "intact",
+    "ollama_window": "dropped",
 }
 
 

@@ -39,13 +39,14 @@ def _text(app: AppTest) -> str:
 def test_incidents_page_points_at_the_tool_and_stage_that_lose(api_env: str) -> None:
     app = _page("app_pages/incidents.py")
     metrics = {m.label: m.value for m in app.metric}
-    assert metrics["Journeys"] == "30"  # every journey of the eight incidents
-    # 2 silent journeys (one search result cut at step 2, re-sent cut at step 3), 2 dropped
-    # (the ticket export, the orders LangGraph trimmed away) and 2 orphaned (the customer
-    # result LangGraph kept without its call, the log call seed 001's naive trim left
-    # without its result): five lost results; the 30 search records count once.
-    assert metrics["Lost results"] == "5"
-    assert [m.delta for m in app.metric if m.label == "Lost results"] == ["in 6 losing journeys"]
+    assert metrics["Journeys"] == "32"  # every journey of the nine incidents
+    # 2 silent journeys (one search result cut at step 2, re-sent cut at step 3), 3 dropped
+    # (the ticket export, the orders LangGraph trimmed away, the orders the model server
+    # discarded) and 2 orphaned (the customer result LangGraph kept without its call, the
+    # log call seed 001's naive trim left without its result): six lost results; the 30
+    # search records count once.
+    assert metrics["Lost results"] == "6"
+    assert [m.delta for m in app.metric if m.label == "Lost results"] == ["in 7 losing journeys"]
     lost_items = int(metrics["Lost items"].replace(",", ""))
     tools = {r["name"]: r for r in httpx.get(f"{api_env}/api/v1/stats/breakdown").json()["rows"]}
     assert lost_items == sum(r["result_lost_items"] for r in tools.values())
@@ -68,14 +69,14 @@ def test_incidents_runs_default_to_every_losing_verdict_counted_in_runs(api_env:
     chips = app.segmented_control[0]
     assert chips.value == "losing"
     labels = list(chips.options)  # as shown
-    # kb, ticket export, LangGraph trim, seed 001's naive trim
-    assert labels[0] == "any losing verdict · 4 runs"
-    assert labels[-1] == "any verdict · 8 runs"
+    # kb, ticket export, LangGraph trim, seed 001's naive trim, the ollama window
+    assert labels[0] == "any losing verdict · 5 runs"
+    assert labels[-1] == "any verdict · 9 runs"
     assert all(label.endswith(("run", "runs")) for label in labels)
     runs = app.dataframe[0].value
-    assert len(runs) == 4
+    assert len(runs) == 5
     assert set(runs["worst"]) == {"silent", "dropped", "orphaned"}
-    assert sorted(runs["lost results"]) == [1, 1, 1, 2]  # LangGraph's trim lost two
+    assert sorted(runs["lost results"]) == [1, 1, 1, 1, 2]  # LangGraph's trim lost two
 
 
 def test_incidents_filters_come_from_the_url(api_env: str) -> None:
@@ -116,16 +117,17 @@ def test_tool_page_says_what_its_counts_count(api_env: str) -> None:
 
 def test_alerts_page_shows_groups_notifications_and_rules(api_env: str) -> None:
     # The default rules alert on silent, dropped and orphaned journeys, to the log: the
-    # demo's five losing (agent, tool) pairs are five firing groups, notified once each.
+    # demo's six losing (agent, tool) pairs are six firing groups, notified once each.
     app = _page("app_pages/alerts.py")
     metrics = {m.label: m.value for m in app.metric}
-    assert metrics["Firing groups"] == "5"
-    assert metrics["Notifications"] == "5"
+    assert metrics["Firing groups"] == "6"
+    assert metrics["Notifications"] == "6"
     groups, notifications, rules, sinks = (d.value for d in app.dataframe)
     assert list(sinks["type"]) == ["log"]
     assert set(groups["state"]) == {"firing"}
     assert set(groups["tool"]) == {
-        "search_knowledge", "export_tickets", "search_orders", "get_customer", "grep_logs"
+        "search_knowledge", "export_tickets", "search_orders", "get_customer", "grep_logs",
+        "query_orders",
     }  # fmt: skip
     assert set(notifications["sink"]) == {"log"}  # named as its type: said once
     assert notifications["worst example"].str.startswith("/run?trace_id=").all()
@@ -133,7 +135,7 @@ def test_alerts_page_shows_groups_notifications_and_rules(api_env: str) -> None:
     assert list(rules["rule"]) == ["silent-dropped-orphaned"]
     assert list(rules["alerts on"]) == ["silent, dropped or orphaned journeys"]
     text = _text(app)
-    assert "5 alert groups firing" in text
+    assert "6 alert groups firing" in text
     assert "Worst examples" in text and "&tool_call_id=call_" in text  # links to journeys
     assert "(log)" not in text
     assert "ctxledger_journeys_total" in text  # the Prometheus pointer
@@ -172,8 +174,8 @@ def test_incidents_runs_table_pages_by_cursor(
         button("older →").click().run()
         assert not app.exception, [e.value for e in app.exception]
         pages.append(shown())
-    assert [len(page) for page in pages] == [3, 3, 2]  # the eight demo runs
-    assert len({run for page in pages for run in page}) == 8
+    assert [len(page) for page in pages] == [3, 3, 3]  # the nine demo runs
+    assert len({run for page in pages for run in page}) == 9
     button("← newer").click().run()
     assert shown() == pages[1]
 
@@ -181,14 +183,14 @@ def test_incidents_runs_table_pages_by_cursor(
 def test_the_ranking_chart_says_how_many_tools_it_shows(api_env: str) -> None:
     app = _page("app_pages/incidents.py")
     tools = httpx.get(f"{api_env}/api/v1/stats/breakdown", params={"limit": 500}).json()["rows"]
-    assert len(tools) == 13  # the demo's tools: more than the chart's ten
+    assert len(tools) == 14  # the demo's tools: more than the chart's ten
     captions = [c.value for c in app.caption]
     assert (
-        "The chart shows the 10 of 13 tools that lose most; the table below lists them all."
+        "The chart shows the 10 of 14 tools that lose most; the table below lists them all."
         in captions
     )
     ranking = next(d.value for d in app.dataframe if "tool" in d.value.columns)
-    assert len(ranking) == 13
+    assert len(ranking) == 14
 
 
 def test_the_verdict_timeline_fits_the_span_of_the_data(api_env: str) -> None:

@@ -61,6 +61,19 @@ def _step_shown(report: Mapping[str, Any]) -> int | None:
     return step if first is None else first
 
 
+def _lost(report: Mapping[str, Any]) -> str:
+    """What the report lost, in items where it counts them, else in tokens; and where,
+    when that is the model server (the request itself left whole)."""
+    if report["lost_items"]:
+        lost = f"lost {report['lost_items']} items"
+    elif report.get("lost_tokens"):
+        lost = f"lost {report['lost_tokens']:,} tokens"
+    else:
+        return ""
+    at_server = report.get("layer_name") == "model_server"
+    return lost + (" at the model server" if at_server else "")
+
+
 def print_verdicts(endpoint: str, out: TextIO, expected: Expectations | None = None) -> bool:
     """Print one line per losing call of each incident (``expected``: the incidents that
     ran, by default all of them); True when the collector agrees with every expectation,
@@ -84,7 +97,7 @@ def print_verdicts(endpoint: str, out: TextIO, expected: Expectations | None = N
             else:
                 verdict = report["verdict"]
                 mark = "ok" if ok else f"EXPECTED {verdict_expected}"
-                lost = f"lost {report['lost_items']} items" if report["lost_items"] else ""
+                lost = _lost(report)
                 out.write(
                     f"  {name:<26} {verdict:<9} {visible(report['tool_name'] or '?')}"
                     f"[{visible(call_id)}] "

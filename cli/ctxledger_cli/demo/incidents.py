@@ -6,7 +6,8 @@ Every incident is a real agent loop against a provider stand-in started for it: 
 004, 000 and 001 (its emergency trim and its naive trim) and ``dropped_result`` on the
 ``anthropic`` and ``openai`` clients (:mod:`.real_agents`); ``orphaned_call``,
 ``seed_002_log_clip`` and ``clean_journeys`` on LangGraph, the OpenAI Agents SDK and MCP
-(:mod:`.framework_agents`), skipped when their framework is not installed.
+(:mod:`.framework_agents`), skipped when their framework is not installed; and
+``ollama_window``, a model server that discards the front of an over-long prompt.
 """
 
 from __future__ import annotations
@@ -26,8 +27,10 @@ from ctxledger_cli.demo.framework_agents import (
     seed_002_log_clip,
 )
 from ctxledger_cli.demo.real_agents import (
+    WINDOW_CALL_IDS,
     dropped_result,
     load_agents,
+    ollama_window,
     run_seed_004,
     seed_000_first_rows,
     seed_001_emergency_trim,
@@ -57,6 +60,7 @@ EXPECTED_VERDICTS: dict[str, dict[str, str]] = {
     "orphaned_call": {ORPHAN_ORDERS_CALL_ID: "dropped", ORPHAN_CUSTOMER_CALL_ID: "orphaned"},
     "dropped_result": {DROP_CALL_IDS[0]: "dropped", **dict.fromkeys(DROP_CALL_IDS[1:], "intact")},
     "clean_journeys": dict.fromkeys(CLEAN_CALL_IDS, "intact"),
+    "ollama_window": {WINDOW_CALL_IDS[0]: "dropped", WINDOW_CALL_IDS[1]: "intact"},
 }
 
 #: Incident name -> every tool call id the incident issues (its run's journeys).
@@ -75,6 +79,7 @@ INCIDENTS: dict[str, Callable[..., None]] = {
     "orphaned_call": orphaned_call,
     "dropped_result": dropped_result,
     "clean_journeys": clean_journeys,
+    "ollama_window": ollama_window,
 }
 
 

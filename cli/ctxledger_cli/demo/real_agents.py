@@ -15,6 +15,10 @@ frameworks are :mod:`.framework_agents`.
   pairing 400 (``failure``: orphaned).
 * dropped result: the ticket agent whose pair-safe context manager drops the oversized
   export with its call, telling nobody (``failure``: dropped).
+* ollama window: the order agent against a stand-in that discards the oldest messages of
+  an over-long prompt as ollama does at its ``num_ctx`` and answers 200: the orders
+  result leaves the process whole and falls out at the model server (``failure``:
+  dropped, stage ``received``).
 """
 
 from __future__ import annotations
@@ -33,9 +37,15 @@ from ctxledger_cli.provider import ProviderStandIn
 def load_agents() -> None:
     """Import the agents and their clients now (seconds, once per process), so that no
     import falls between the incidents of one demo run."""
-    from ctxledger_cli.agents import anthropic_kb, openai_orders, openai_sre, openai_tickets
+    from ctxledger_cli.agents import (
+        anthropic_kb,
+        ollama_window,
+        openai_orders,
+        openai_sre,
+        openai_tickets,
+    )
 
-    del anthropic_kb, openai_orders, openai_sre, openai_tickets
+    del anthropic_kb, ollama_window, openai_orders, openai_sre, openai_tickets
 
 
 def run_seed_004(model: str | None = None) -> None:
@@ -88,3 +98,17 @@ def dropped_result(model: str | None = None) -> None:
 
     with ProviderStandIn(script=openai_tickets.script(DROP_CALL_IDS)) as stand_in:
         openai_tickets.run_ticket_agent(stand_in.url, "failure", model or openai_tickets.MODEL)
+
+
+#: The ollama window incident's two parallel calls: the orders (dropped at the server)
+#: and the invoice (kept).
+WINDOW_CALL_IDS = ("call_orders_window", "call_invoice_window")
+
+
+def ollama_window(model: str | None = None) -> None:
+    """The model server's layer: the request leaves whole, the server keeps what fits
+    its 2,048-token window from the end and reports it in ``prompt_tokens``."""
+    from ctxledger_cli.agents import ollama_window as agent
+
+    with agent.stand_in("failure", WINDOW_CALL_IDS) as stand_in:
+        agent.run_window_agent(stand_in.url, "failure", model or agent.MODEL)
