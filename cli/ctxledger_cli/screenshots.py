@@ -2,9 +2,10 @@
 
 ``python -m ctxledger_cli.screenshots --out docs/screenshots`` starts ``ctxledger up``
 on spare ports (SQLite in a temporary folder, with the demo incidents), opens every page
-and saves one PNG per page, and one of the collector's API docs (``/docs``) drawn with no
-network but loopback. The browser tests use the same functions. Needs Debian's
-``chromium`` (or ``--chromium PATH``) and the ``playwright`` package (no browser download).
+and saves one PNG per page, one of the run whose result the model server discarded, and
+one of the collector's API docs (``/docs``) drawn with no network but loopback. The
+browser tests use the same functions. Needs Debian's ``chromium`` (or ``--chromium
+PATH``) and the ``playwright`` package (no browser download).
 """
 
 from __future__ import annotations
@@ -198,6 +199,25 @@ def capture_api_docs(chromium_browser: Any, collector_url: str, path: Path | Non
     return drawn
 
 
+def journey_link(stack: RunningStack, tool_call_id: str) -> str:
+    """The dashboard's link to the journey of ``tool_call_id`` that lost it (its first)."""
+    import httpx
+
+    reports = httpx.get(
+        f"{stack.collector_url}/api/v1/reports",
+        params={"tool_call_id": tool_call_id},
+        timeout=30,
+    ).json()["reports"]
+    report = next(r for r in reports if r["verdict"] != "intact")
+    return (
+        f"{stack.dashboard_url}/run?trace_id={report['trace_id']}&step={report['step']}"
+        f"&tool_call_id={tool_call_id}"
+    )
+
+
+#: The demo's call whose result the model server discarded (the ollama window incident).
+MODEL_SERVER_CALL = "call_orders_window"
+
 #: Page name -> (path and query, text that shows the page has loaded).
 PAGES: dict[str, tuple[str, str]] = {
     "overview": ("/", "any losing verdict"),
@@ -218,6 +238,13 @@ def main(argv: list[str] | None = None) -> int:
         browser(args.chromium) as chromium,
     ):
         capture(chromium, stack.seed_004_link, "kb-049", args.out / "run.png")
+        capture(
+            chromium,
+            journey_link(stack, MODEL_SERVER_CALL),
+            "Fell out at the server",
+            args.out / "run-model-server.png",
+            height=1600,
+        )
         for name, (path, text) in PAGES.items():
             capture(chromium, stack.dashboard_url + path, text, args.out / f"{name}.png")
         capture_api_docs(chromium, stack.collector_url, args.out / "api-docs.png").page.close()

@@ -7,7 +7,14 @@ from typing import Any
 
 import pytest
 
-from ctxledger_cli.screenshots import _wait_until_drawn, browser, capture, running_stack
+from ctxledger_cli.screenshots import (
+    MODEL_SERVER_CALL,
+    _wait_until_drawn,
+    browser,
+    capture,
+    journey_link,
+    running_stack,
+)
 from tests.e2e.helpers import dashboard_process
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,6 +50,12 @@ def test_chromium_shows_each_loss_once_and_the_stack_keeps_its_terminal_quiet(
             OUTPUT / "overview.png",
         )
         runs = capture(chromium, f"{stack.dashboard_url}/run", "Or pick a run", OUTPUT / "runs.png")
+        server = capture(
+            chromium,
+            journey_link(stack, MODEL_SERVER_CALL),
+            "Fell out at the server",
+            OUTPUT / "run-model-server.png",
+        )
         trace_cells = _drawn_link_cells(chromium, stack.dashboard_url, "run (trace id)")
     assert "Run of kb-agent" in text
     assert "search_knowledge" in text and "lost 30 of 50 items" in text
@@ -58,8 +71,13 @@ def test_chromium_shows_each_loss_once_and_the_stack_keeps_its_terminal_quiet(
     assert "Lost results" in overview and "any losing verdict" in overview
     # The runs table is drawn on a canvas: its cells are checked by AppTest, here that it is there.
     assert "Runs" in runs and "Recent runs, newest first" in runs
+    # The model server's layer: tokens sent against read, the result that fell out, the fix.
+    assert "Run of ollama-window-agent" in server
+    assert "The model server read" in server and "tokens sent" in server
+    assert f"query_orders · {MODEL_SERVER_CALL}: dropped" in server
+    assert "num_ctx" in server
     # Each run's trace id is drawn whole: as wide as the text is in the table's font.
-    assert len(trace_cells) == 4  # the demo's runs with a losing journey
+    assert len(trace_cells) == 5  # the demo's runs with a losing journey
     for cell in trace_cells:
         assert len(cell["text"]) == 32, cell
         assert cell["drawn"] >= cell["whole"] - 3, cell

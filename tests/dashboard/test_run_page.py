@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import httpx
+import pyarrow as pa
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from ctxledger_cli.demo import real_agents
 from tests.dashboard.conftest import APP
 
 
@@ -97,13 +100,13 @@ def test_run_page_highlights_orphaned_results_in_the_manifest(api_env: str) -> N
 def test_run_page_without_a_run_lists_recent_runs_with_their_verdicts(api_env: str) -> None:
     app = _run_page()
     runs = app.dataframe[0].value
-    assert len(runs) == 8  # one run per demo incident
+    assert len(runs) == 9  # one run per demo incident
     assert runs["run"].str.startswith("/run?trace_id=").all()
     kb = runs[runs["agent"] == "kb-agent"].iloc[0]
     assert (kb["worst"], kb["lost results"]) == ("silent", 1)
     assert "silent 2" in kb["verdicts (journeys)"]
     picker = app.selectbox[0]
-    assert len(picker.options) == 8
+    assert len(picker.options) == 9
     assert any("kb-agent" in option for option in picker.options)
 
 
@@ -136,3 +139,45 @@ def test_unknown_run_and_unreachable_collector_say_so(
     app = _run_page(trace_id="0" * 32)
     assert "The collector is unreachable" in app.error[0].value
     assert "ctxledger serve" in app.error[0].value
+
+
+def test_run_page_shows_tokens_sent_vs_read_and_what_fell_out_at_the_server(
+    api_env: str,
+) -> None:
+    """The demo's ollama window: the request left whole, the server read the tail that fit
+    its 2,048-token window, and the orders result fell out there."""
+    orders, invoice = real_agents.WINDOW_CALL_IDS
+    reports = httpx.get(f"{api_env}/api/v1/reports", params={"tool_call_id": orders}).json()
+    (dropped,) = reports["reports"]
+    received = next(s for s in dropped["stages"] if s["stage"] == "received")["received"]
+    app = _run_page(trace_id=dropped["trace_id"], step=str(dropped["step"]))
+    text = " ".join(m.value for m in app.markdown)
+    read, sent = received["input_tokens"], received["counted_tokens"]
+    assert read < 2_048 < sent  # the window, against a request far longer
+    assert f"**The model server read {read:,} of the {sent:,} tokens sent**" in text
+    assert "the model server (it read fewer tokens than were sent" in text
+    lost = received["lost_tokens"]
+    assert f"`query_orders` · `{orders}`: dropped, {lost:,} tokens not read" in text
+    assert invoice not in text.split("Fell out at the server")[1].split("**Fix**")[0]
+    assert "**Fix** (policy `front_discard`)" in text and '`options={"num_ctx": N}`' in text
+    assert "emergency_trim" in text and "model-servers-that-discard-silently" in text
+    (chart,) = [c for c in _charts(app) if "sent vs read by the model server" in c.proto.spec]
+    (dataset,) = chart.proto.datasets
+    bars = pa.ipc.open_stream(dataset.data.data).read_pandas()
+    assert dict(zip(bars["part"], bars["tokens"], strict=True)) == {
+        "sent": sent,
+        "read": read,
+        "not read": sent - read,
+    }
+
+
+def test_run_page_says_a_request_the_server_read_whole(api_env: str, seed_004_trace: str) -> None:
+    """Seed 004's loss is before the request: the server read every token sent."""
+    app = _run_page(trace_id=seed_004_trace, step="2", tool_call_id="call_search_1")
+    captions = [c.value for c in app.caption if "The model server read" in c.value]
+    assert captions and all(c.endswith("every tool result reached it.") for c in captions)
+    assert "**The model server read" not in " ".join(m.value for m in app.markdown)
+
+
+def _charts(app: AppTest) -> list[Any]:
+    return list(app.get("vega_lite_chart"))
