@@ -31,6 +31,7 @@ from ctxledger_collector.derive import cuts
 from ctxledger_collector.derive.messages import Exchange, Message
 from ctxledger_collector.derive.spans import SourceSpan
 from ctxledger_collector.derive.tool_outputs import ToolOutput, arguments_signature
+from ctxledger_collector.derive.usage import reported_input_tokens
 
 #: The most content kept per derived stage when the operator opted in (as the SDK's).
 MAX_CONTENT_CHARS = 65_536
@@ -156,16 +157,13 @@ def request_records(
     issued: tuple[str, ...] | None = tuple(c.id for c in issued_calls if c.id)
     if exchange.output is None and exchange.output_cut is None and not span.failed:
         issued = None  # the span does not say what its response issued
-    usage = span.attributes.get(sc.GEN_AI_USAGE_INPUT_TOKENS)
-    if usage is None:
-        usage = span.attributes.get(sc.LLM_TOKEN_COUNT_PROMPT)
     manifest = Manifest(
         trace_id=span.trace_id,
         request_id=span.span_id,
         step=step,
         tool_call_ids=_unique([r.id for r in results if r.id]),
         tool_calls=_unique([c.id for c in calls if c.id]) if exchange.input is not None else None,
-        tokens=usage if type(usage) is int and 0 <= usage < 2**31 else None,
+        tokens=reported_input_tokens(span),
         model=model,
         context_window=context_window_for_model(model),
         agent_name=_agent(span),
