@@ -63,7 +63,7 @@ def _chosen_verdicts(choice: str | None) -> list[str]:
 
 
 def _run_count(f: dict[str, Any], verdicts: list[str]) -> int:
-    scope = {"agent": f["agent"], "since": f["since"], "until": f["until"]}
+    scope = {"agent": f["agent"], "layer": f["layer"], "since": f["since"], "until": f["until"]}
     total: int = fetch("runs", limit=1, verdict=verdicts, **scope)["total"]
     return total
 
@@ -103,7 +103,9 @@ def runs(f: dict[str, Any], totals: dict[str, int]) -> None:
         st.caption(" · ".join(f"{badge(v)} {VERDICT_MEANINGS[v]}" for v in LOSING_VERDICTS))
     elif verdicts:
         st.caption(f"{badge(verdicts[0])} {VERDICT_MEANINGS.get(verdicts[0], '')}")
-    key = "runs_page:" + repr((f["range"], f["agent"], tool, tuple(f["verdict"]), choice))
+    key = "runs_page:" + repr(
+        (f["range"], f["agent"], tool, f["layer"], tuple(f["verdict"]), choice)
+    )
     _, after = cursor_page(key)
     if tool:
         tool_journeys(f, verdicts, after, key)
@@ -113,6 +115,7 @@ def runs(f: dict[str, Any], totals: dict[str, int]) -> None:
         limit=PAGE_SIZE,
         after=after,
         agent=f["agent"],
+        layer=f["layer"],
         verdict=verdicts,
         since=f["since"],
         until=f["until"],
@@ -169,6 +172,7 @@ def tool_journeys(f: dict[str, Any], chosen: list[str], after: str | None, key: 
         after=after,
         tool=f["tool"],
         agent=f["agent"],
+        layer=f["layer"],
         verdict=verdicts,
         since=f["since"],
         until=f["until"],

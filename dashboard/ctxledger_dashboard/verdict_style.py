@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from ctxledger import semconv as sc
-from ctxledger.verdicts import VERDICT_SEVERITY, VERDICTS
+from ctxledger.verdicts import LAYERS, OTHER_LAYER, VERDICT_SEVERITY, VERDICTS
 
 COLORS: dict[str, str] = {
     sc.VERDICT_INTACT: "#2e7d32",
@@ -27,6 +27,20 @@ LAYER_OF_STAGE: dict[str, str] = {
     "request": "history trimming (a result or its call left the request)",
     sc.STAGE_RECEIVED: "the model server (it read fewer tokens than were sent: its context "
     "window, truncation or context editing)",
+}
+
+
+#: The layer filter's choices: the short layer names (``ctxledger.verdicts.LAYERS``, as the
+#: API's ``layer`` parameter and alert rules take them) in words, in pipeline order.
+LAYER_LABELS: dict[str, str] = {
+    "serialization": "serialization (tool result → text)",
+    "context_assembly": "context assembly (text → messages)",
+    "wire": "the wire (HTTP client, middleware, gateway)",
+    "before_request": "before the request (zero-SDK traces)",
+    "request": "history trimming (a result or call left the request)",
+    "model_server": "the model server (read fewer tokens than sent)",
+    "telemetry": "the telemetry (not auditable)",
+    OTHER_LAYER: "between custom stages",
 }
 
 
@@ -53,4 +67,6 @@ def _streamlit_color(verdict: str) -> str:
     }.get(verdict, "gray")
 
 
-__all__ = ["COLORS", "LAYER_OF_STAGE", "VERDICTS", "badge", "ordered"]
+assert set(LAYER_LABELS) == {*LAYERS, OTHER_LAYER}, "a layer without its label"
+
+__all__ = ["COLORS", "LAYER_LABELS", "LAYER_OF_STAGE", "VERDICTS", "badge", "ordered"]

@@ -10,6 +10,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, select
 
+from ctxledger.verdicts import layer_name
 from ctxledger_collector.query.report_filters import ReportFilter
 from ctxledger_collector.query.time_slices import Slice
 from ctxledger_collector.storage.counter_tables import JOURNEY_COUNTS, RUN_JOURNEY_COUNTS
@@ -28,6 +29,7 @@ def report_rows(connection: Connection) -> list[Any]:
         REPORTS.c.lost_tokens,
         REPORTS.c.first_lost,
         REPORTS.c.lost_tokens_unknown,
+        REPORTS.c.layer,
         RUNS.c.service_name,
     ).join_from(REPORTS, RUNS, RUNS.c.id == REPORTS.c.run_id)
     return list(connection.execute(query))
@@ -51,10 +53,10 @@ def expected_counters(
     for r in rows:
         for grain in GRAINS:
             key = (grain, bucket_of(r.last_observed_at, grain), r.agent_name or "")
-            sums = journeys[(*key, r.tool_name or "", r.verdict)]
+            sums = journeys[(*key, r.tool_name or "", r.verdict, r.layer or "")]
             for i, value in enumerate(_sums(r)):
                 sums[i] += value
-        counts = runs[(r.run_id, r.agent_name or "", r.verdict)]
+        counts = runs[(r.run_id, r.agent_name or "", r.verdict, r.layer or "")]
         counts[0] += 1
         counts[1] += int(bool(r.first_lost))
     return {k: tuple(v) for k, v in journeys.items()}, {k: (v[0], v[1]) for k, v in runs.items()}
@@ -75,16 +77,16 @@ def stored_counters(
         c.result_tokens_unknown,
     )
     journeys = {
-        (row.grain, row.bucket, row.agent_name, row.tool_name, row.verdict): tuple(row[5:])
+        tuple(row[:6]): tuple(row[6:])
         for row in connection.execute(
-            select(c.grain, c.bucket, c.agent_name, c.tool_name, c.verdict, *sums)
+            select(c.grain, c.bucket, c.agent_name, c.tool_name, c.verdict, c.layer, *sums)
         )
-        if any(row[5:])
+        if any(row[6:])
     }
     runs = {
-        (row.run_id, row.agent_name, row.verdict): (row.journeys, row.lost_results)
+        (row.run_id, row.agent_name, row.verdict, row.layer): (row.journeys, row.lost_results)
         for row in connection.execute(
-            select(r.run_id, r.agent_name, r.verdict, r.journeys, r.lost_results)
+            select(r.run_id, r.agent_name, r.verdict, r.layer, r.journeys, r.lost_results)
         )
         if row.journeys or row.lost_results
     }
@@ -103,6 +105,8 @@ def _matches(row: Any, f: ReportFilter) -> bool:
     if f.verdicts and row.verdict not in f.verdicts:
         return False
     if f.tool and row.tool_name != f.tool:
+        return False
+    if f.layers and layer_name(row.layer or None) not in f.layers:
         return False
     return not f.agent or f.agent in (row.agent_name, row.service_name)
 

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy.orm import Session
 
-from ctxledger.verdicts import VERDICTS, Manifest, Measurement
+from ctxledger.verdicts import LAYERS, OTHER_LAYER, VERDICTS, Manifest, Measurement
 from ctxledger_collector.decoded.batch import DecodedBatch, DecodedManifest, DecodedMeasurement
 from ctxledger_collector.judge.store import Store
 from ctxledger_collector.query import stats
@@ -131,6 +131,9 @@ def _filters() -> st.SearchStrategy[ReportFilter]:
         verdicts=st.lists(st.sampled_from(VERDICTS), unique=True, max_size=3).map(tuple),
         agent=st.sampled_from((None, "agent-a", "agent-b", "svc-x")),
         tool=st.sampled_from(TOOLS),
+        layers=st.lists(st.sampled_from([*LAYERS, OTHER_LAYER]), unique=True, max_size=2).map(
+            tuple
+        ),
     )
 
 
@@ -272,7 +275,8 @@ def test_the_migration_fills_the_counters_from_the_reports(
             with engine.connect() as connection:
                 kept = stored_counters(connection)
                 assert kept == expected_counters(report_rows(connection))
-                assert len({key[-1] for key in kept[0]}) >= 3  # several verdicts
+                assert len({key[4] for key in kept[0]}) >= 3  # several verdicts
+                assert len({key[5] for key in kept[0]}) >= 2  # journeys in several layers
             engine.dispose()
             downgrade(url, "0003_compact_storage")
             upgrade(url)

@@ -21,6 +21,7 @@ import ctxledger
 from ctxledger._client import Client
 from ctxledger_cli.provider import ProviderStandIn
 from ctxledger_collector.ops.settings import Settings
+from tests.collector.alert_receivers import Receiver
 from tests.collector.live_collector import LiveCollector
 
 MODEL = "gpt-4o"
@@ -56,20 +57,25 @@ rules:
     verdicts: [silent, dropped]
     layers: [before_request, request]
 sinks:
-  - type: log
-    path: {path}
+  - type: webhook
+    name: ops
+    url: {url}
+    secrets: [{secret}]
+    allow_loopback: true
 """
+SECRET = "whsec_cmVjZWl2ZWQtc3RhZ2UtYWxlcnQtc2lnbmluZy0x"
 
 
 @pytest.fixture
-def alert_log(tmp_path: Path) -> Path:
-    return tmp_path / "alerts.jsonl"
+def receiver() -> Iterator[Receiver]:
+    with Receiver([SECRET]) as endpoint:
+        yield endpoint
 
 
 @pytest.fixture
-def collector_settings(database_url: str, tmp_path: Path, alert_log: Path) -> Settings:
+def collector_settings(database_url: str, tmp_path: Path, receiver: Receiver) -> Settings:
     rules = tmp_path / "alerts.yaml"
-    rules.write_text(RULES.format(path=alert_log))
+    rules.write_text(RULES.format(url=receiver.url, secret=SECRET))
     return Settings(
         database_url=database_url,
         auto_migrate=True,
@@ -80,14 +86,13 @@ def collector_settings(database_url: str, tmp_path: Path, alert_log: Path) -> Se
     )
 
 
-def _alerts(log: Path, timeout_s: float = 30.0) -> list[dict[str, Any]]:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if log.exists() and log.read_text().strip():
-            time.sleep(1.0)  # any other notification of the same tick
-            return [json.loads(line)["ctxledger_alert"] for line in log.read_text().splitlines()]
-        time.sleep(0.1)
-    return []
+def _alerts(receiver: Receiver) -> list[dict[str, Any]]:
+    """The notifications received, each signed with the sink's secret (verified)."""
+    receiver.wait_for(lambda requests: len(requests) >= 1)
+    time.sleep(1.0)  # any other notification of the same tick
+    requests = receiver.requests
+    assert all(r.error is None and r.webhook_id for r in requests), requests
+    return [r.payload for r in requests]
 
 
 @pytest.fixture
@@ -106,7 +111,7 @@ def _reports(http: httpx.Client, **params: Any) -> list[dict[str, Any]]:
 
 
 def test_a_result_the_server_dropped_is_reported_with_its_received_stage(
-    collector: LiveCollector, sdk: Client, alert_log: Path
+    collector: LiveCollector, sdk: Client, receiver: Receiver
 ) -> None:
     with ProviderStandIn(context_window=WINDOW, silent_front_discard=True) as provider:
         http = httpx2.Client(event_hooks=ctxledger.httpx_event_hooks())
@@ -154,9 +159,21 @@ def test_a_result_the_server_dropped_is_reported_with_its_received_stage(
         assert _reports(api, layer="before_request") == []
         wrong = api.get("/api/v1/reports", params={"layer": "modelserver"})
         assert wrong.status_code == 422 and "model_server" in wrong.text
+        # The aggregates the Incidents page reads take the layer too.
+        for layer, journeys in (("model_server", 1), ("request", 0), (None, 2)):
+            params = {"layer": layer} if layer else {}
+            timeline = api.get("/api/v1/stats/timeline", params=params).json()
+            assert sum(p["journeys"] for p in timeline["points"]) == journeys, layer
+            runs = api.get("/api/v1/runs", params=params).json()["runs"]
+            assert len(runs) == min(journeys, 1), layer
+        tools = api.get("/api/v1/stats/breakdown", params={"layer": "model_server"}).json()
+        assert [(r["name"], r["lost_results"]) for r in tools["rows"]] == [("orders", 1)]
+        profile = api.get("/api/v1/tools/orders", params={"layer": "model_server"}).json()
+        assert profile["verdicts"] == {"dropped": 1}
+        assert api.get("/api/v1/stats/timeline", params={"layer": "x"}).status_code == 422
         metrics = api.get("/metrics").text
     assert 'ctxledger_layer_journeys_total{layer="model_server",verdict="dropped"} 1.0' in metrics
-    alerts = _alerts(alert_log)
+    alerts = _alerts(receiver)
     assert [a["rule"] for a in alerts] == ["model-server-discards"], alerts
     assert [e["tool_call_id"] for e in alerts[0]["examples"]] == ["call_old"]
 

@@ -64,6 +64,38 @@ def test_incidents_page_points_at_the_tool_and_stage_that_lose(api_env: str) -> 
     assert (search["lost results"], search["losing journeys"], search["lost items"]) == (1, 2, 30)
 
 
+def test_incidents_layer_filter_selects_the_model_servers_losses(api_env: str) -> None:
+    """The demo's one loss at the model server (the ollama window), by the URL and by the
+    filter: the totals, the runs and the first place to look are that layer's alone."""
+    app = _page("app_pages/incidents.py", layer="model_server")
+    where = next(s for s in app.selectbox if s.label == "Where")
+    assert where.value == "model_server"
+    metrics = {m.label: m.value for m in app.metric}
+    assert (metrics["Journeys"], metrics["Lost results"]) == ("1", "1")
+    text = _text(app)
+    assert "Look first at `query_orders`**: 1 lost result (1 dropped of 1 journey)" in text
+    assert "look at **the model server (it read fewer tokens" in text
+    runs = app.dataframe[0].value
+    assert list(runs["agent"]) == ["ollama-window-agent"]
+    assert app.segmented_control[0].options[0] == "any losing verdict · 1 run"
+
+    # Chosen in the page: the URL follows, and clearing it shows every layer again.
+    app = _page("app_pages/incidents.py")
+    where = next(s for s in app.selectbox if s.label == "Where")
+    assert "the model server (read fewer tokens than sent)" in where.options
+    where.set_value("request").run()
+    assert app.query_params["layer"] == "request"
+    metrics = {m.label: m.value for m in app.metric}
+    # The trims and the dropped export: results or calls that left the request.
+    params = {"layer": "request", "limit": 500}
+    at_request = httpx.get(f"{api_env}/api/v1/reports", params=params).json()["reports"]
+    assert metrics["Journeys"] == str(len(at_request))
+    assert metrics["Lost results"] == str(sum(r["first_lost"] for r in at_request)) != "0"
+    next(s for s in app.selectbox if s.label == "Where").set_value(None).run()
+    assert "layer" not in app.query_params
+    assert {m.label: m.value for m in app.metric}["Journeys"] == "32"
+
+
 def test_incidents_runs_default_to_every_losing_verdict_counted_in_runs(api_env: str) -> None:
     app = _page("app_pages/incidents.py")
     chips = app.segmented_control[0]

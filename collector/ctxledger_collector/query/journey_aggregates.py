@@ -1,4 +1,4 @@
-"""Journeys counted and what they lost, by any of agent, tool and verdict, over time
+"""Journeys counted and what they lost, by any of agent, tool, verdict and layer, over time
 slices: from the counters (``journey_counts``) wherever whole buckets fit, from the
 reports for the rest, so every answer equals counting the reports themselves.
 
@@ -34,7 +34,12 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Session
 
-from ctxledger_collector.query.report_filters import ReportFilter, filtered, with_runs
+from ctxledger_collector.query.report_filters import (
+    ReportFilter,
+    filtered,
+    in_layers,
+    with_runs,
+)
 from ctxledger_collector.query.time_slices import (
     EARLIEST,
     LATEST,
@@ -70,6 +75,8 @@ def _counter_filters(f: ReportFilter) -> list[ColumnElement[bool]]:
         conditions.append(JOURNEY_COUNTS.c.tool_name == f.tool)
     if f.agent:
         conditions.append(JOURNEY_COUNTS.c.agent_name == f.agent)
+    if f.layers:
+        conditions.append(in_layers(JOURNEY_COUNTS.c.layer, f.layers))
     return conditions
 
 
@@ -160,7 +167,7 @@ def _from_edges(
     if not spans.reports:
         return []
     query, group = _report_query(by, width)
-    untimed = ReportFilter(verdicts=f.verdicts, agent=f.agent, tool=f.tool)
+    untimed = ReportFilter(verdicts=f.verdicts, agent=f.agent, tool=f.tool, layers=f.layers)
     query = query.select_from(REPORTS)
     if f.agent:
         query = with_runs(query)
@@ -204,6 +211,8 @@ def _service_extras(
         query = query.where(REPORTS.c.verdict.in_(f.verdicts))
     if f.tool:
         query = query.where(REPORTS.c.tool_name == f.tool)
+    if f.layers:
+        query = query.where(in_layers(REPORTS.c.layer, f.layers))
     found: list[Any] = []
     for some in span_groups(times):
         found.extend(session.execute(query.where(_in_times(some)).group_by(*group)))
@@ -282,7 +291,9 @@ def minute_bounds(session: Session, f: ReportFilter) -> tuple[int, int] | None:
         t = REPORTS.c.last_observed_at
         query = filtered(
             with_runs(select(func.min(t), func.max(t))).where(_other_agents(f.agent)),
-            ReportFilter(verdicts=f.verdicts, tool=f.tool, since=f.since, until=f.until),
+            ReportFilter(
+                verdicts=f.verdicts, tool=f.tool, since=f.since, until=f.until, layers=f.layers
+            ),
         ).where(RUNS.c.service_name == f.agent)
         low, high = session.execute(query).one()
         firsts.append(None if low is None else bucket_of(low, GRAINS[0]))

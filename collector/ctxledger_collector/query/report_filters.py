@@ -58,11 +58,15 @@ def filtered(query: Select[Any], f: ReportFilter) -> Select[Any]:
     if f.first_lost is not None:
         query = query.where(REPORTS.c.first_lost == f.first_lost)
     if f.layers:
-        named = [LAYERS[name] for name in f.layers if name != OTHER_LAYER]
-        condition: ColumnElement[bool] = REPORTS.c.layer.in_(named)
-        if OTHER_LAYER in f.layers:
-            condition = condition | (
-                REPORTS.c.layer.is_not(None) & REPORTS.c.layer.not_in(list(LAYERS.values()))
-            )
-        query = query.where(condition)
+        query = query.where(in_layers(REPORTS.c.layer, f.layers))
     return query
+
+
+def in_layers(layer: ColumnElement[Any], names: tuple[str, ...]) -> ColumnElement[bool]:
+    """``layer`` (a layer sentence, as ``reports.layer`` and the counters hold it; NULL or
+    ``''`` for none) is one of the short layer ``names``."""
+    condition: ColumnElement[bool] = layer.in_([LAYERS[n] for n in names if n != OTHER_LAYER])
+    if OTHER_LAYER in names:
+        known = [*LAYERS.values(), ""]
+        condition = condition | (layer.is_not(None) & layer.not_in(known))
+    return condition

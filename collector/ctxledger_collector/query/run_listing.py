@@ -14,6 +14,7 @@ from ctxledger.verdicts import worst
 from ctxledger_collector.query import pagination
 from ctxledger_collector.query.pagination import Page
 from ctxledger_collector.query.report_documents import links
+from ctxledger_collector.query.report_filters import in_layers
 from ctxledger_collector.storage.counter_tables import RUN_JOURNEY_COUNTS
 from ctxledger_collector.storage.tables import REPORTS, RUNS
 
@@ -86,15 +87,22 @@ def list_runs(
     verdicts: tuple[str, ...] = (),
     since: float | None = None,
     until: float | None = None,
+    layers: tuple[str, ...] = (),
 ) -> dict[str, Any]:
-    """Runs newest first (ties by id), from ``page.after`` when given."""
+    """Runs newest first (ties by id), from ``page.after`` when given; with ``verdicts``
+    or ``layers`` (short layer names), only runs holding a journey of one of the
+    verdicts whose worst finding sits in one of the layers."""
     query = select(RUNS)
     if agent:
         query = query.where((RUNS.c.agent_name == agent) | (RUNS.c.service_name == agent))
-    if verdicts:
+    if verdicts or layers:
         c = RUN_JOURNEY_COUNTS.c
-        has_verdict = exists().where(c.run_id == RUNS.c.id, c.verdict.in_(verdicts), c.journeys > 0)
-        query = query.where(has_verdict)
+        held = exists().where(c.run_id == RUNS.c.id, c.journeys > 0)
+        if verdicts:
+            held = held.where(c.verdict.in_(verdicts))
+        if layers:
+            held = held.where(in_layers(c.layer, layers))
+        query = query.where(held)
     if since is not None:
         query = query.where(RUNS.c.last_seen >= since)
     if until is not None:

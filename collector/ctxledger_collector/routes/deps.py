@@ -111,10 +111,16 @@ def journey_filter(
     agent: str | None = None,
     tool: str | None = None,
     verdict: Verdicts = None,
+    layer: Layers = None,
 ) -> ReportFilter:
     """The filters every aggregate takes, from the query string."""
     return ReportFilter(
-        verdicts=verdict_filter(verdict), agent=agent, tool=tool, since=since, until=until
+        verdicts=verdict_filter(verdict),
+        agent=agent,
+        tool=tool,
+        since=since,
+        until=until,
+        layers=layer_filter(layer),
     )
 
 

@@ -86,12 +86,15 @@ def get_runs(
     verdict: Verdicts = None,
     since: Since = None,
     until: Until = None,
+    layer: Layers = None,
     limit: Limit = 50,
     offset: Offset = 0,
     after: After = None,
 ) -> dict[str, Any]:
-    """Runs with a journey of any of the verdicts given (repeat ``verdict``)."""
+    """Runs with a journey of any of the verdicts given (repeat ``verdict``) whose worst
+    finding sits in any of the layers given (repeat ``layer``)."""
     verdicts = verdict_filter(verdict)
+    layers = layer_filter(layer)
     with cursor_errors():
         return run_listing.list_runs(
             session,
@@ -101,6 +104,7 @@ def get_runs(
             verdicts=verdicts,
             since=since,
             until=until,
+            layers=layers,
         )
 
 

@@ -13,7 +13,15 @@ from ctxledger_collector.query.aggregate_responses import (
     ToolProfilePublic,
 )
 from ctxledger_collector.query.report_filters import ReportFilter
-from ctxledger_collector.routes.deps import FilterDep, SessionDep, Since, StateDep, Until
+from ctxledger_collector.routes.deps import (
+    FilterDep,
+    Layers,
+    SessionDep,
+    Since,
+    StateDep,
+    Until,
+    layer_filter,
+)
 
 router = APIRouter(prefix="/api/v1", tags=["stats"])
 
@@ -56,9 +64,10 @@ def get_tool(
     since: Since = None,
     until: Until = None,
     agent: str | None = None,
+    layer: Layers = None,
     recent: Annotated[int, Query(ge=0, le=200)] = 20,
 ) -> dict[str, Any]:
-    f = ReportFilter(agent=agent, since=since, until=until)
+    f = ReportFilter(agent=agent, since=since, until=until, layers=layer_filter(layer))
     profile = stats.tool_profile(session, tool, f, state.settings.dashboard_url, recent)
     if profile is None:
         raise HTTPException(404, f"no journeys of tool {tool!r} in that window")

@@ -2,11 +2,11 @@
 with the reports by ingest in the same transaction
 (:mod:`ctxledger_collector.storage.journey_counts`; see
 :mod:`ctxledger_collector.storage.tables` for the rest of the schema; migrations ``0004``,
-``0007`` and ``0012`` create them)."""
+``0007``, ``0012`` and ``0015`` create them)."""
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, Column, Integer, text
+from sqlalchemy import BigInteger, Column, Integer, Text, text
 from sqlmodel import Field, SQLModel
 
 from ctxledger_collector.storage.table_columns import WITHOUT_ROWID, added_counter, big_integer
@@ -14,12 +14,13 @@ from ctxledger_collector.storage.typed_tables import table_of
 
 
 class JourneyCountRow(SQLModel, table=True):
-    """Journeys by time bucket, agent, tool and verdict, with what they lost: the
+    """Journeys by time bucket, agent, tool, verdict and layer, with what they lost: the
     timeline, the breakdowns, a tool's totals and the Prometheus gauges read these
     rather than the reports. Each journey is counted at every grain (a minute, an hour
     and a day: ``grain`` seconds) in the bucket of its ``last_observed_at``
     (``bucket`` <= it < ``bucket + grain``). A missing agent or tool name is ``""``
-    (the decoder never stores an empty name)."""
+    (the decoder never stores an empty name); so is a journey without a layer (migration
+    0015 added it: the report's layer sentence, which the layer filter selects)."""
 
     __tablename__ = "journey_counts"
     __table_args__ = WITHOUT_ROWID
@@ -29,6 +30,7 @@ class JourneyCountRow(SQLModel, table=True):
     agent_name: str = Field(primary_key=True, max_length=256)
     tool_name: str = Field(primary_key=True, max_length=256)
     verdict: str = Field(primary_key=True, max_length=16)
+    layer: str = Field(sa_column=Column(Text, primary_key=True))
     journeys: int = big_integer()
     lost_items: int = big_integer()
     lost_tokens: int = big_integer()
@@ -42,8 +44,8 @@ class JourneyCountRow(SQLModel, table=True):
 
 
 class RunJourneyCountRow(SQLModel, table=True):
-    """One run's journeys by agent and verdict: the runs list's counts and verdict
-    filter, and which agents a run's journeys name."""
+    """One run's journeys by agent, verdict and layer: the runs list's counts, its
+    verdict and layer filters, and which agents a run's journeys name."""
 
     __tablename__ = "run_journey_counts"
     __table_args__ = WITHOUT_ROWID
@@ -51,6 +53,7 @@ class RunJourneyCountRow(SQLModel, table=True):
     run_id: int = Field(primary_key=True)
     agent_name: str = Field(primary_key=True, max_length=256)
     verdict: str = Field(primary_key=True, max_length=16)
+    layer: str = Field(sa_column=Column(Text, primary_key=True))
     journeys: int
     lost_results: int = Field(
         default=0, sa_column=Column(Integer, nullable=False, server_default=text("0"))

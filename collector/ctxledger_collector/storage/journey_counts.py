@@ -51,12 +51,14 @@ COUNTED_COLUMNS = (
     "step",
     "first_lost",
     "lost_tokens_unknown",
+    "layer",
 )
 #: Where each counted column sits in a ``COUNTED_COLUMNS`` row and a ``REPORT_COLUMNS`` row.
 COUNTED_AT = {name: COUNTED_COLUMNS.index(name) for name in COUNTED_COLUMNS}
 REPORT_AT = {name: REPORT_COLUMNS.index(name) for name in COUNTED_COLUMNS}
 
-JOURNEY_KEY = ("grain", "bucket", "agent_name", "tool_name", "verdict")
+#: ``layer`` is the report's layer sentence (``""`` for none), as ``reports.layer`` holds it.
+JOURNEY_KEY = ("grain", "bucket", "agent_name", "tool_name", "verdict", "layer")
 JOURNEY_SUMS = (
     "journeys",
     "lost_items",
@@ -67,7 +69,7 @@ JOURNEY_SUMS = (
     "tokens_unknown",
     "result_tokens_unknown",
 )
-RUN_KEY = ("run_id", "agent_name", "verdict")
+RUN_KEY = ("run_id", "agent_name", "verdict", "layer")
 RUN_SUMS = ("journeys", "lost_results")
 
 Row = Sequence[Any]
@@ -103,17 +105,18 @@ def journey_deltas(
     runs: dict[tuple[Any, ...], list[int]] = defaultdict(lambda: [0, 0])
     for sign, rows, at in moves:
         for row in rows:
-            agent, tool, verdict = (
+            agent, tool, verdict, layer = (
                 _name(row[at["agent_name"]]),
                 _name(row[at["tool_name"]]),
                 row[at["verdict"]],
+                _name(row[at["layer"]]),
             )
             moment = row[at["last_observed_at"]]
             items, tokens = sign * row[at["lost_items"]], sign * row[at["lost_tokens"]]
             first = bool(row[at["first_lost"]])
             unknown = sign if row[at["lost_tokens_unknown"]] is not None else 0
             for grain in GRAINS:
-                sums = journeys[(grain, bucket_of(moment, grain), agent, tool, verdict)]
+                sums = journeys[(grain, bucket_of(moment, grain), agent, tool, verdict, layer)]
                 sums[0] += sign
                 sums[1] += items
                 sums[2] += tokens
@@ -123,7 +126,7 @@ def journey_deltas(
                     sums[4] += items
                     sums[5] += tokens
                     sums[7] += unknown
-            counts = runs[(row[at["run_id"]], agent, verdict)]
+            counts = runs[(row[at["run_id"]], agent, verdict, layer)]
             counts[0] += sign
             counts[1] += sign if first else 0
     return (
@@ -148,7 +151,8 @@ def _add(
     conflict = f"ON CONFLICT ({', '.join(key)}) DO UPDATE SET {added}"
     if connection.dialect.name == "postgresql":
         types = [
-            "int8" if c not in ("agent_name", "tool_name", "verdict") else "text" for c in columns
+            "int8" if c not in ("agent_name", "tool_name", "verdict", "layer") else "text"
+            for c in columns
         ]
         arrays = ", ".join(f"{ARRAY_MARK}::{t}[]" for t in types)
         sql = (
@@ -222,10 +226,11 @@ def _counted(source: str, grain: int, sign: int) -> str:
         _UNKNOWN_SUM,
         _first(_UNKNOWN),
     )
+    names = "coalesce(agent_name, ''), coalesce(tool_name, ''), verdict, coalesce(layer, '')"
     return (
-        f"SELECT {grain}, {bucket}, coalesce(agent_name, ''), coalesce(tool_name, ''), "
-        f"verdict, {', '.join(f'{sign} * {total}' for total in sums)} FROM {source} "
-        f"GROUP BY {bucket}, coalesce(agent_name, ''), coalesce(tool_name, ''), verdict"
+        f"SELECT {grain}, {bucket}, {names}, "
+        f"{', '.join(f'{sign} * {total}' for total in sums)} FROM {source} "
+        f"GROUP BY {bucket}, {names}"
     )
 
 
@@ -252,8 +257,9 @@ def rebuild_counts(connection: Connection) -> None:
             f"INSERT INTO journey_counts ({', '.join((*JOURNEY_KEY, *JOURNEY_SUMS))}) "
             f"{_counted('reports', grain, 1)}"
         )
+    names = "coalesce(agent_name, ''), verdict, coalesce(layer, '')"
     connection.exec_driver_sql(
-        "INSERT INTO run_journey_counts (run_id, agent_name, verdict, journeys, lost_results) "
-        f"SELECT run_id, coalesce(agent_name, ''), verdict, count(*), {_first('1')} FROM reports "
-        "GROUP BY run_id, coalesce(agent_name, ''), verdict"
+        f"INSERT INTO run_journey_counts ({', '.join((*RUN_KEY, *RUN_SUMS))}) "
+        f"SELECT run_id, {names}, count(*), {_first('1')} FROM reports "
+        f"GROUP BY run_id, {names}"
     )

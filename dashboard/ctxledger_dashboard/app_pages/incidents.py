@@ -17,6 +17,7 @@ from ctxledger_dashboard.markdown_text import code
 from ctxledger_dashboard.page_kit import TIME_RANGES, empty_state, fetch, live, when
 from ctxledger_dashboard.url_state import DEFAULT_RANGE, RANGES, synced, to_url
 from ctxledger_dashboard.verdict_style import (
+    LAYER_LABELS,
     LAYER_OF_STAGE,
     VERDICTS,
     ordered,
@@ -48,7 +49,7 @@ def _names(by: str, since: float | None) -> dict[str, int]:
 
 
 def _filters() -> dict[str, Any]:
-    columns = st.columns([1.1, 1.4, 1.4, 2.4])
+    columns = st.columns([1.1, 1.3, 1.3, 1.6, 2.2])
     code = (
         columns[0].selectbox(
             "Time range",
@@ -83,17 +84,27 @@ def _filters() -> dict[str, Any]:
         format_func=losing_label(tools),
         key="filter_tool",
     )
+    layer = columns[3].selectbox(
+        "Where",
+        synced("layer", list(LAYER_LABELS), None, free=False),
+        index=None,
+        placeholder="every layer",
+        format_func=LAYER_LABELS.__getitem__,
+        key="filter_layer",
+        help="Only the journeys whose worst finding sits in this layer of the pipeline.",
+    )
     all_verdicts = [v for v, _ in ordered(dict.fromkeys(VERDICTS, 0))]
     if "filter_verdict" not in st.session_state:
         st.session_state.filter_verdict = [
             v for v in all_verdicts if v in st.query_params.get_all("verdict")
         ]
-    verdicts = columns[3].multiselect(
+    verdicts = columns[4].multiselect(
         "Verdict", all_verdicts, placeholder="all verdicts", key="filter_verdict"
     )
     to_url("range", code, DEFAULT_RANGE)
     to_url("agent", agent)
     to_url("tool", tool)
+    to_url("layer", layer)
     to_url("verdict", verdicts)
     return {
         "range": code,
@@ -101,6 +112,7 @@ def _filters() -> dict[str, Any]:
         "until": until,
         "agent": agent,
         "tool": tool,
+        "layer": layer,
         "verdict": verdicts,
     }
 
@@ -161,7 +173,15 @@ def _look_first(tool_rows: list[dict[str, Any]], f: dict[str, Any]) -> None:
     if worst is None:
         return
     name = worst["name"]
-    profile = fetch("tool", name, since=f["since"], until=f["until"], agent=f["agent"], recent=0)
+    profile = fetch(
+        "tool",
+        name,
+        since=f["since"],
+        until=f["until"],
+        agent=f["agent"],
+        layer=f["layer"],
+        recent=0,
+    )
     where = ""
     if profile and profile["by_stage"]:
         stage = profile["by_stage"][0]
@@ -231,7 +251,7 @@ def render() -> None:
         empty_state("runs")
         return
     f = _filters()
-    scope = {k: f[k] for k in ("since", "until", "agent", "tool", "verdict")}
+    scope = {k: f[k] for k in ("since", "until", "agent", "tool", "layer", "verdict")}
     timeline = fetch("timeline", buckets=BUCKETS, **scope)
     totals: dict[str, int] = {}
     for point in timeline["points"]:
@@ -239,7 +259,7 @@ def render() -> None:
     if not totals:
         st.info(
             f"**No journeys match these filters** ({RANGES[f['range']].lower()}). "
-            "Widen the time range or clear the agent, tool and verdict filters.",
+            "Widen the time range or clear the agent, tool, layer and verdict filters.",
             icon=":material/filter_alt_off:",
         )
         return
