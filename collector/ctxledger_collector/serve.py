@@ -141,7 +141,8 @@ def serve(
             return 2
         url = f"http://{host}:{port}"
         print(
-            f"ctxledger collector on {url} (OTLP: POST /v1/traces, API: /api/v1, docs: /docs), "
+            f"ctxledger collector on {url} (OTLP: POST /v1/traces, /v1/logs, API: /api/v1, "
+            "docs: /docs), "
             f"storing in {redact_database_url(settings.database_url)}",
             file=sys.stderr,
         )

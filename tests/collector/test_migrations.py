@@ -62,6 +62,7 @@ TABLES = {
     "alert_groups",
     "alert_notifications",
     "rejections",
+    "log_records",
 }
 PG_ADMIN_URL = os.environ.get(
     "CTXLEDGER_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres"

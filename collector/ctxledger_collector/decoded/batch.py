@@ -2,7 +2,8 @@
 
 A measurement or manifest span as its rule record plus the attributes as received, the
 calls LLM responses issued (with the signatures that match tool spans without ids), the
-tool outputs that wait for their call, and the batch one export decodes into.
+tool outputs that wait for their call, the log records the audit reads, and the batch one
+export decodes into.
 """
 
 from __future__ import annotations
@@ -61,6 +62,35 @@ class DecodedManifest:
     service_name: str | None
 
 
+@dataclass(frozen=True)
+class DecodedLogRecord:
+    """An OTLP log record the audit reads (contract section 8): its identity, who sent
+    it, what it is about, and the body's size and digest; the body itself only when the
+    operator opted in to content, else its reference (a file) at most."""
+
+    #: A 16-byte digest of the whole record: the same record sent again (a retry, a
+    #: spool replay) is stored once.
+    key: bytes
+    service_name: str | None
+    scope_name: str | None
+    event_name: str
+    #: When it happened (its time, else when it was observed), whole microseconds.
+    time_us: int
+    trace_id: str | None
+    span_id: str | None
+    session_id: str | None
+    call_id: str | None
+    body_chars: int | None
+    body_bytes: int | None
+    body_sha256: str | None
+    body: str | None
+    body_ref: str | None
+    #: The record says its runtime cut what it carries (``body_truncated``, ...).
+    truncated: bool
+    #: The record's numeric and boolean attributes (sizes, token counts): never content.
+    numbers: dict[str, int | float | bool]
+
+
 @dataclass
 class DecodedBatch:
     measurements: list[DecodedMeasurement] = field(default_factory=list)
@@ -73,6 +103,8 @@ class DecodedBatch:
     unmatched: list[UnmatchedTool] = field(default_factory=list)
     #: Spans whose records were derived (GenAI, OpenInference).
     derived: int = 0
+    #: OTLP log records the audit reads (``POST /v1/logs``).
+    log_records: list[DecodedLogRecord] = field(default_factory=list)
 
     @property
     def error_message(self) -> str:

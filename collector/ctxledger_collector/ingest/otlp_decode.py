@@ -12,7 +12,7 @@ is the storage layer's business (:mod:`ctxledger_collector.storage.rows`).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Literal
 
 from ctxledger import semconv as sc
 from ctxledger.redaction import redact_or_none
@@ -36,7 +36,9 @@ from ctxledger_collector.decoded import rejection_codes as codes
 from ctxledger_collector.decoded.batch import DecodedBatch, DecodedManifest, DecodedMeasurement
 from ctxledger_collector.decoded.rejection_codes import Rejection
 from ctxledger_collector.derive import derive_span, may_derive
+from ctxledger_collector.ingest.audited_logs import decoded_log_record
 from ctxledger_collector.ingest.otlp_json import json_spans
+from ctxledger_collector.ingest.otlp_logs import RawLogRecord, json_log_records, proto_log_records
 from ctxledger_collector.ingest.otlp_proto import proto_spans
 from ctxledger_collector.ingest.otlp_spans import (
     DecodeLimits,
@@ -46,9 +48,12 @@ from ctxledger_collector.ingest.otlp_spans import (
 )
 
 __all__ = [
+    "LOGS",
+    "TRACES",
     "DecodeLimits",
     "MalformedRequest",
     "RawSpan",
+    "Signal",
     "TooManySpans",
     "decode_export_chunks",
     "decode_export_request",
@@ -56,6 +61,11 @@ __all__ = [
 
 PROTOBUF = "application/x-protobuf"
 JSON_TYPE = "application/json"
+
+#: What an export carries: spans (``POST /v1/traces``) or log records (``/v1/logs``).
+Signal = Literal["traces", "logs"]
+TRACES: Signal = "traces"
+LOGS: Signal = "logs"
 
 
 # --- classification ------------------------------------------------------------------
@@ -199,15 +209,49 @@ def decode_export_chunks(
     chunk_spans: int = 2_048,
     keep_content: bool = False,
     limits: DecodeLimits = DEFAULT_LIMITS,
+    signal: Signal = TRACES,
 ) -> Iterator[DecodedBatch]:
     """Decode one OTLP/HTTP export body (already decompressed) in batches of about
-    ``chunk_spans`` measurements and manifests, so a large export never holds all its
-    records at once. A malformed body raises :class:`MalformedRequest`, one with too many
-    spans :class:`TooManySpans`, both before the first batch; rejections and ignored
-    spans are counted in the batch they occur in. ``keep_content`` keeps the text of
-    derived stages (the operator's opt-in)."""
+    ``chunk_spans`` measurements and manifests (or log records), so a large export never
+    holds all its records at once. A malformed body raises :class:`MalformedRequest`, one
+    with too many spans :class:`TooManySpans`, both before the first batch; rejections and
+    ignored spans are counted in the batch they occur in. ``keep_content`` keeps the text
+    of derived stages and log bodies (the operator's opt-in)."""
+    if signal == LOGS:
+        records = _log_records(body, content_type, limits)  # parsed here, not lazily
+        return _log_chunks(records, chunk_spans, keep_content)
     spans = _spans(body, content_type, limits)  # parsed and counted here, not lazily
     return _chunks(spans, chunk_spans, keep_content)
+
+
+def _log_records(
+    body: bytes, content_type: str, limits: DecodeLimits
+) -> Iterator[RawLogRecord | Rejection]:
+    media_type = content_type.split(";", 1)[0].strip().lower()
+    if media_type == PROTOBUF:
+        return proto_log_records(body, limits)
+    if media_type == JSON_TYPE:
+        return json_log_records(body, limits)
+    raise ValueError(f"unsupported content type {content_type!r}")
+
+
+def _log_chunks(
+    records: Iterator[RawLogRecord | Rejection], chunk_records: int, keep_content: bool
+) -> Iterator[DecodedBatch]:
+    batch = DecodedBatch()
+    for record in records:
+        if isinstance(record, Rejection):
+            batch.rejected.append(record)
+            continue
+        decoded = decoded_log_record(record, keep_content)
+        if decoded is None:
+            batch.ignored += 1
+            continue
+        batch.log_records.append(decoded)
+        if len(batch.log_records) >= chunk_records:
+            yield batch
+            batch = DecodedBatch()
+    yield batch
 
 
 def _chunks(

@@ -28,13 +28,13 @@ from ctxledger_collector.ingest.otlp_spans import (
 
 #: The protobuf ranges of the OTLP integers read here (JSON carries them as strings).
 _INT64 = (-(2**63), 2**63 - 1)
-_UINT64 = (0, 2**64 - 1)
+UINT64 = (0, 2**64 - 1)
 _UINT32 = (0, 2**32 - 1)
 #: What a malformed JSON span raises while it is read: it is rejected alone.
-_MALFORMED = (AttributeError, KeyError, TypeError, ValueError, OverflowError, binascii.Error)
+MALFORMED = (AttributeError, KeyError, TypeError, ValueError, OverflowError, binascii.Error)
 
 
-def _json_int(value: Any, bounds: tuple[int, int] = _INT64) -> int:
+def json_int(value: Any, bounds: tuple[int, int] = _INT64) -> int:
     # OTLP JSON encodes 64-bit integers as strings; numbers are accepted too.
     if isinstance(value, bool):
         raise ValueError("boolean where an integer was expected")
@@ -55,7 +55,7 @@ def _text(value: Any) -> str:
     raise ValueError(f"expected a string, got a JSON {type(value).__name__}")
 
 
-def _json_string(value: Any, limits: DecodeLimits) -> str:
+def json_string(value: Any, limits: DecodeLimits) -> str:
     text = _text(value)
     check_length(len(text), limits.max_value_chars, "string value")
     return text
@@ -68,25 +68,25 @@ def _json_list(value: Any, limits: DecodeLimits, what: str) -> list[Any]:
     return value
 
 
-def _json_value(value: Mapping[str, Any], limits: DecodeLimits, level: int = 0) -> Any:
+def json_value(value: Mapping[str, Any], limits: DecodeLimits, level: int = 0) -> Any:
     if not isinstance(value, Mapping):
         raise ValueError(f"attribute value must be an AnyValue object, got {type(value).__name__}")
     if "stringValue" in value:
-        return _json_string(value["stringValue"], limits)
+        return json_string(value["stringValue"], limits)
     if "boolValue" in value:
         return bool(value["boolValue"])
     if "intValue" in value:
-        return _json_int(value["intValue"])
+        return json_int(value["intValue"])
     if "doubleValue" in value:
         return float(value["doubleValue"])
     if "arrayValue" in value:
         check_nesting(level + 1, limits)
         values = _json_list(value["arrayValue"].get("values", []), limits, "array")
-        return [_json_value(v, limits, level + 1) for v in values]
+        return [json_value(v, limits, level + 1) for v in values]
     if "kvlistValue" in value:
         check_nesting(level + 1, limits)
         entries = _json_list(value["kvlistValue"].get("values", []), limits, "key/value list")
-        return _json_attributes(entries, limits, level + 1)
+        return json_attributes(entries, limits, level + 1)
     if "bytesValue" in value:
         data = base64.b64decode(value["bytesValue"])
         check_length(len(data), limits.max_value_chars, "bytes value")
@@ -94,16 +94,16 @@ def _json_value(value: Mapping[str, Any], limits: DecodeLimits, level: int = 0) 
     return None
 
 
-def _json_attributes(items: Any, limits: DecodeLimits, level: int = 0) -> dict[str, Any]:
+def json_attributes(items: Any, limits: DecodeLimits, level: int = 0) -> dict[str, Any]:
     if not isinstance(items, list):
         raise ValueError("attributes must be a list of key/value objects")
     return {
-        _json_string(item["key"], limits): _json_value(item.get("value", {}), limits, level)
+        json_string(item["key"], limits): json_value(item.get("value", {}), limits, level)
         for item in items
     }
 
 
-def _json_id(value: Any, length: int, name: str) -> str:
+def json_id(value: Any, length: int, name: str) -> str:
     text = _text(value)
     if len(text) != length * 2:
         raise ValueError(f"{name} must be {length * 2} hex characters, got {text!r:.80}")
@@ -162,7 +162,7 @@ def _json_request_spans(
                 yield _json_span(span, service, limits, scope)
             except Refused as refused:
                 yield _json_rejection(span, refused.detail, refused.code, service)
-            except _MALFORMED as error:
+            except MALFORMED as error:
                 detail = f"malformed span: {error}"
                 yield _json_rejection(span, detail, codes.MALFORMED_SPAN, service)
 
@@ -193,21 +193,21 @@ def _json_span(
             if isinstance(listed, list):
                 check_count(len(listed), limits.max_attributes, "event attributes")
     return RawSpan(
-        trace_id=_json_id(span.get("traceId"), 16, "traceId"),
-        span_id=_json_id(span.get("spanId"), 8, "spanId"),
-        name=_json_string(span.get("name", ""), limits),
-        end_time_unix_nano=_json_int(span.get("endTimeUnixNano", 0), _UINT64),
-        attributes=_json_attributes(attributes, limits),
-        dropped_attributes_count=_json_int(span.get("droppedAttributesCount", 0), _UINT32),
+        trace_id=json_id(span.get("traceId"), 16, "traceId"),
+        span_id=json_id(span.get("spanId"), 8, "spanId"),
+        name=json_string(span.get("name", ""), limits),
+        end_time_unix_nano=json_int(span.get("endTimeUnixNano", 0), UINT64),
+        attributes=json_attributes(attributes, limits),
+        dropped_attributes_count=json_int(span.get("droppedAttributesCount", 0), _UINT32),
         service_name=service,
         scope_name=scope,
-        start_time_unix_nano=_json_int(span.get("startTimeUnixNano", 0), _UINT64),
+        start_time_unix_nano=json_int(span.get("startTimeUnixNano", 0), UINT64),
         parent_span_id=_text(span.get("parentSpanId")).lower() or None,
-        status_code=_json_int((span.get("status") or {}).get("code", 0), _UINT32),
+        status_code=json_int((span.get("status") or {}).get("code", 0), _UINT32),
         events=tuple(
             SpanEvent(
-                _json_string(e.get("name", ""), limits),
-                _json_attributes(e.get("attributes", []), limits),
+                json_string(e.get("name", ""), limits),
+                json_attributes(e.get("attributes", []), limits),
             )
             for e in events
         ),

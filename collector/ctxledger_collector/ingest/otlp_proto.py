@@ -29,7 +29,7 @@ from ctxledger_collector.ingest.otlp_spans import (
 _SCALARS = frozenset({"int_value", "bool_value", "double_value"})
 
 
-def _proto_string(text: str, limits: DecodeLimits) -> str:
+def proto_string(text: str, limits: DecodeLimits) -> str:
     check_length(len(text), limits.max_value_chars, "string value")
     return text
 
@@ -40,18 +40,18 @@ def _proto_strings(values: Sequence[AnyValue], limits: DecodeLimits, level: int)
     so those elements alone are read by kind."""
     strings: list[Any] = [v.string_value for v in values]
     if strings and max(map(len, strings)) > limits.max_value_chars:
-        _proto_string(max(strings, key=len), limits)
+        proto_string(max(strings, key=len), limits)
     for index, text in enumerate(strings):
         if not text and values[index].WhichOneof("value") != "string_value":
-            strings[index] = _proto_value(values[index], limits, level)
+            strings[index] = proto_value(values[index], limits, level)
     return strings
 
 
-def _proto_value(value: AnyValue, limits: DecodeLimits, level: int = 0) -> Any:
+def proto_value(value: AnyValue, limits: DecodeLimits, level: int = 0) -> Any:
     """One value; ``level`` counts the arrays and key/value lists around it."""
     kind = value.WhichOneof("value")
     if kind == "string_value":  # most values: tried first
-        return _proto_string(value.string_value, limits)
+        return proto_string(value.string_value, limits)
     if kind == "array_value":
         check_nesting(level + 1, limits)
         values = value.array_value.values
@@ -63,13 +63,13 @@ def _proto_value(value: AnyValue, limits: DecodeLimits, level: int = 0) -> Any:
         check_nesting(level + 1, limits)
         entries = value.kvlist_value.values
         check_length(len(entries), limits.max_value_items, "key/value list")
-        return _proto_attributes(entries, limits, level + 1)
+        return proto_attributes(entries, limits, level + 1)
     if kind == "bytes_value":
         check_length(len(value.bytes_value), limits.max_value_chars, "bytes value")
     return getattr(value, kind)
 
 
-def _proto_attributes(
+def proto_attributes(
     entries: Sequence[KeyValue], limits: DecodeLimits, level: int = 0
 ) -> dict[str, Any]:
     attributes: dict[str, Any] = {}
@@ -77,16 +77,16 @@ def _proto_attributes(
     for kv in entries:
         key = kv.key
         if len(key) > longest:
-            _proto_string(key, limits)
+            proto_string(key, limits)
         value = kv.value
         kind = value.WhichOneof("value")
         if kind == "string_value":  # most values, then numbers and flags: no call for those
             text = value.string_value
-            attributes[key] = text if len(text) <= longest else _proto_string(text, limits)
+            attributes[key] = text if len(text) <= longest else proto_string(text, limits)
         elif kind in _SCALARS:
             attributes[key] = getattr(value, kind)
         else:
-            attributes[key] = _proto_value(value, limits, level)
+            attributes[key] = proto_value(value, limits, level)
     return attributes
 
 
@@ -126,9 +126,9 @@ def _proto_request_spans(
                     yield RawSpan(
                         trace_id=span.trace_id.hex(),
                         span_id=span.span_id.hex(),
-                        name=_proto_string(span.name, limits),
+                        name=proto_string(span.name, limits),
                         end_time_unix_nano=span.end_time_unix_nano,
-                        attributes=_proto_attributes(span.attributes, limits),
+                        attributes=proto_attributes(span.attributes, limits),
                         dropped_attributes_count=span.dropped_attributes_count,
                         service_name=service,
                         scope_name=scope,
@@ -137,8 +137,8 @@ def _proto_request_spans(
                         status_code=span.status.code,
                         events=tuple(
                             SpanEvent(
-                                _proto_string(e.name, limits),
-                                _proto_attributes(e.attributes, limits),
+                                proto_string(e.name, limits),
+                                proto_attributes(e.attributes, limits),
                             )
                             for e in span.events
                         ),

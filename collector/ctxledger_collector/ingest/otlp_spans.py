@@ -98,9 +98,9 @@ def check_nesting(level: int, limits: DecodeLimits) -> None:
         )
 
 
-def too_many_spans(count: int, limits: DecodeLimits) -> None:
+def too_many_spans(count: int, limits: DecodeLimits, what: str = "spans") -> None:
     if count > limits.max_spans:
         raise TooManySpans(
-            f"the export holds {count} spans, over the limit of {limits.max_spans} per "
+            f"the export holds {count} {what}, over the limit of {limits.max_spans} per "
             "request: send smaller batches"
         )

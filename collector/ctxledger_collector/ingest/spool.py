@@ -29,24 +29,31 @@ Offer = Literal["kept", "full", "failed", "off"]
 
 @dataclass(frozen=True)
 class SpooledExport:
-    """An accepted export as it arrived: its body (still gzip if it came gzip)."""
+    """An accepted export as it arrived: its body (still gzip if it came gzip), and
+    whether it holds spans (``traces``) or log records (``logs``)."""
 
     body: bytes
     media: str
     gzipped: bool
+    signal: Literal["traces", "logs"] = "traces"
 
     def encode(self) -> bytes:
         encoding = "gzip" if self.gzipped else "identity"
-        return f"{self.media}\t{encoding}\n".encode("ascii") + self.body
+        # A trace export's header is as it always was, so older files replay unchanged.
+        signal = "\tlogs" if self.signal == "logs" else ""
+        return f"{self.media}\t{encoding}{signal}\n".encode("ascii") + self.body
 
     @classmethod
     def decode(cls, data: bytes) -> SpooledExport:
         """Raises ValueError on a file this module did not write."""
         header, newline, body = data.partition(b"\n")
-        media, tab, encoding = header.decode("ascii").partition("\t")
+        media, tab, rest = header.decode("ascii").partition("\t")
+        encoding, _, signal = rest.partition("\t")
         if not newline or not tab or encoding not in ("gzip", "identity"):
             raise ValueError("not an ingest spool file")
-        return cls(body, media, encoding == "gzip")
+        if signal not in ("", "logs"):
+            raise ValueError(f"not an ingest spool file (signal {signal!r})")
+        return cls(body, media, encoding == "gzip", "logs" if signal else "traces")
 
 
 @dataclass(frozen=True)

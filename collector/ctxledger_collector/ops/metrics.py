@@ -207,6 +207,13 @@ class CollectorMetrics:
             ["kind"],
             registry=self.registry,
         )
+        self.log_records = Counter(
+            "ctxledger_ingest_log_records",
+            "OTLP log records received by kind: stored (read by the audit), ignored (not "
+            "an event the audit reads), rejected",
+            ["kind"],
+            registry=self.registry,
+        )
         self.rejected_spans = Counter(
             "ctxledger_ingest_rejected_spans",
             "Spans rejected alone (the rest of their batch kept), by reason: "

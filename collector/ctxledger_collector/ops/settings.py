@@ -55,7 +55,7 @@ class Settings(IngestSettings, ForwardSettings):
     api_keys: str = Field(
         default="",
         description="ingest keys, comma-separated, each the key or its sha256:<hex> digest; "
-        "when set, POST /v1/traces needs Authorization: Bearer <key>",
+        "when set, POST /v1/traces and /v1/logs need Authorization: Bearer <key>",
     )
     read_keys: str = Field(
         default="",

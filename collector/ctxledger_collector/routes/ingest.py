@@ -1,4 +1,6 @@
-"""``POST /v1/traces``: OTLP/HTTP ingest, protobuf or JSON, optionally gzip.
+"""``POST /v1/traces`` and ``POST /v1/logs``: OTLP/HTTP ingest, protobuf or JSON,
+optionally gzip, one path for both (contract sections 1 and 8): the same keys, limits,
+admission, spool and answers; a logs export answers ``rejected_log_records``.
 
 Status codes: 200 with partial success for rejected spans, 400 for a malformed body,
 401 for a missing or wrong API key, 408 for a body that did not arrive in time, 413 for
@@ -35,7 +37,10 @@ from ctxledger_collector.ingest.admission import Busy, Reservation
 from ctxledger_collector.ingest.deadline import RequestClock
 from ctxledger_collector.ingest.otlp_decode import (
     JSON_TYPE,
+    LOGS,
     PROTOBUF,
+    TRACES,
+    Signal,
 )
 from ctxledger_collector.ops.keys import BEARER_CHALLENGE, bearer_token
 from ctxledger_collector.routes.deps import StateDep
@@ -157,12 +162,9 @@ def _is_gzip(request: Request) -> bool:
     return True
 
 
-@router.post(
-    "/v1/traces",
-    summary="OTLP/HTTP trace export",
-    response_class=Response,
-    responses={
-        200: {"description": "stored; rejected spans are counted in partial_success"},
+def _answers(rejected: str) -> dict[int | str, dict[str, str]]:
+    return {
+        200: {"description": f"stored; rejected {rejected} are counted in partial_success"},
         400: {"description": "malformed body"},
         401: {"description": "missing or wrong API key"},
         408: {"description": "the body did not arrive in time"},
@@ -172,10 +174,31 @@ def _is_gzip(request: Request) -> bool:
             "description": "storage unavailable, ingest busy, or the collector shutting "
             "down; nothing (or not all) was stored, retry after Retry-After seconds"
         },
-    },
+    }
+
+
+@router.post(
+    "/v1/traces",
+    summary="OTLP/HTTP trace export",
+    response_class=Response,
+    responses=_answers("spans"),
 )
 async def export_traces(request: Request, state: StateDep) -> Response:
-    answer = await state.drain.unless_shutting_down(_export_traces(request, state))
+    return await _export_signal(request, state, TRACES)
+
+
+@router.post(
+    "/v1/logs",
+    summary="OTLP/HTTP logs export (the log events agent runtimes report)",
+    response_class=Response,
+    responses=_answers("log records"),
+)
+async def export_logs(request: Request, state: StateDep) -> Response:
+    return await _export_signal(request, state, LOGS)
+
+
+async def _export_signal(request: Request, state: AppState, signal: Signal) -> Response:
+    answer = await state.drain.unless_shutting_down(_export(request, state, signal))
     if answer is None:  # the collector is exiting before it could finish this export
         answer = error_answer(
             _media_type(request),
@@ -189,7 +212,7 @@ async def export_traces(request: Request, state: StateDep) -> Response:
     return answer
 
 
-async def _export_traces(request: Request, state: AppState) -> Response:
+async def _export(request: Request, state: AppState, signal: Signal) -> Response:
     # Async only to stream the body in; the blocking work runs in a worker thread.
     started = time.perf_counter()
     clock = RequestClock(state.settings.ingest_request_timeout_s)
@@ -205,9 +228,9 @@ async def _export_traces(request: Request, state: AppState) -> Response:
                 request, settings.max_body_bytes, reservation, settings.ingest_body_timeout_s
             )
             response = await run_in_threadpool(
-                store_export, state, body, gzipped, media, clock, reservation
+                store_export, state, body, gzipped, media, clock, reservation, signal
             )
-        if response.status_code == 200:
+        if response.status_code == 200 and signal == TRACES:
             _forward(state, request, body)
     except RequestRejected as rejected:
         response = error_answer(

@@ -17,7 +17,10 @@ from ctxledger_collector.decoded.rejection_codes import Rejection
 from ctxledger_collector.ingest.admission import Busy, Reservation
 from ctxledger_collector.ingest.deadline import RequestClock, past_deadline
 from ctxledger_collector.ingest.otlp_decode import (
+    LOGS,
+    TRACES,
     MalformedRequest,
+    Signal,
     TooManySpans,
     decode_export_chunks,
 )
@@ -35,6 +38,7 @@ from ctxledger_collector.routes.otlp_answers import (
 from ctxledger_collector.routes.state import AppState
 from ctxledger_collector.storage.column_limits import fit_to_columns
 from ctxledger_collector.storage.database import is_storage_outage
+from ctxledger_collector.storage.log_records import store_log_records, store_log_records_each
 from ctxledger_collector.storage.rejection_log import reason_counts, record_rejections
 
 logger = logging.getLogger("ctxledger.collector")
@@ -47,6 +51,7 @@ def store_export(
     media: str,
     clock: RequestClock,
     reservation: Reservation | None = None,
+    signal: Signal = TRACES,
 ) -> Response:
     """Decompress, decode and store one export, a chunk at a time; the answer once every
     chunk is committed. When the database cannot take it (or earlier exports still wait
@@ -63,7 +68,7 @@ def store_export(
     :class:`Busy` still leaves as an exception, a fresh one without that traceback."""
     busy_reason: str
     try:
-        return _store_export(state, body, gzipped, media, clock, reservation)
+        return _store_export(state, body, gzipped, media, clock, reservation, signal)
     except RequestRejected as rejected:
         return error_answer(
             media, rejected.status, rejected.message, rejected.grpc_code, **rejected.headers
@@ -81,15 +86,16 @@ def _store_export(
     media: str,
     clock: RequestClock,
     reservation: Reservation | None,
+    signal: Signal,
 ) -> Response:
     received = body
     on_growth = _inflation_budget(state, reservation, len(received))
     if state.spool.has_backlog():
-        return _spool_export(state, received, gzipped, media, on_growth=on_growth)
+        return _spool_export(state, received, gzipped, media, signal, on_growth=on_growth)
     if gzipped:
         body = gunzip(body, state.settings.max_decompressed_bytes, on_growth)
     try:
-        stored = _decode_and_store(state, body, media, clock)
+        stored = _decode_and_store(state, body, media, signal, clock)
     except MalformedRequest as error:
         raise RequestRejected(400, str(error), GRPC_INVALID_ARGUMENT) from error
     except TooManySpans as error:
@@ -98,8 +104,8 @@ def _store_export(
         if not is_storage_outage(error):
             raise
         logger.warning("ctxledger collector: storage unavailable: %s", error)
-        return _spool_export(state, received, gzipped, media, body)
-    return success_answer(media, stored)
+        return _spool_export(state, received, gzipped, media, signal, body)
+    return success_answer(media, stored, signal)
 
 
 def _inflation_budget(
@@ -120,6 +126,7 @@ def _decode_and_store(
     state: AppState,
     body: bytes,
     media: str,
+    signal: Signal,
     clock: RequestClock | None = None,
     replayed: bool = False,
 ) -> DecodedBatch:
@@ -134,6 +141,7 @@ def _decode_and_store(
         settings.ingest_chunk_spans,
         settings.store_message_content,
         settings.decode_limits(),
+        signal,
     )
     for chunk in chunks:
         if clock is not None and state.drain.answered:
@@ -144,7 +152,7 @@ def _decode_and_store(
                 clock.chunks_stored += 1
         else:
             done = past_deadline(chunk, settings.ingest_request_timeout_s)
-        _count_spans(state, done)
+        _count_spans(state, done, signal)
         _log_rejections(state, done.rejected, replayed)
         stored.rejected.extend(done.rejected)
     return stored
@@ -171,6 +179,7 @@ def _spool_export(
     received: bytes,
     gzipped: bool,
     media: str,
+    signal: Signal,
     body: bytes | None = None,
     on_growth: Callable[[int], None] | None = None,
 ) -> Response:
@@ -185,21 +194,25 @@ def _spool_export(
     try:
         settings = state.settings
         chunks = decode_export_chunks(
-            body, media, settings.ingest_chunk_spans, limits=settings.decode_limits()
+            body,
+            media,
+            settings.ingest_chunk_spans,
+            limits=settings.decode_limits(),
+            signal=signal,
         )
         for chunk in chunks:
             checked.rejected.extend(fit_to_columns(chunk).rejected)
-            spans += len(chunk.measurements) + len(chunk.manifests)
+            spans += len(chunk.measurements) + len(chunk.manifests) + len(chunk.log_records)
     except MalformedRequest as error:
         raise RequestRejected(400, str(error), GRPC_INVALID_ARGUMENT) from error
     except TooManySpans as error:
         raise RequestRejected(413, str(error), GRPC_RESOURCE_EXHAUSTED) from error
-    outcome = state.spool.offer(SpooledExport(received, media, gzipped), spans)
+    outcome = state.spool.offer(SpooledExport(received, media, gzipped, signal), spans)
     state.metrics.spooled.labels(outcome).inc()
     if outcome == "kept":
         if state.replayer is not None:
             state.replayer.wake()
-        return success_answer(media, checked)
+        return success_answer(media, checked, signal)
     why = {
         "off": "",
         "full": " and the spool is full",
@@ -223,7 +236,7 @@ def replay_spooled(state: AppState, export: SpooledExport) -> None:
         body = export.body
         if export.gzipped:
             body = gunzip(body, state.settings.max_decompressed_bytes)
-        stored = _decode_and_store(state, body, export.media, replayed=True)
+        stored = _decode_and_store(state, body, export.media, export.signal, replayed=True)
     except (MalformedRequest, TooManySpans, RequestRejected) as error:
         raise Discarded(str(error)) from error
     except StatementError as error:
@@ -238,7 +251,13 @@ def replay_spooled(state: AppState, export: SpooledExport) -> None:
         )
 
 
-def _count_spans(state: AppState, batch: DecodedBatch) -> None:
+def _count_spans(state: AppState, batch: DecodedBatch, signal: Signal) -> None:
+    if signal == LOGS:
+        records = state.metrics.log_records
+        records.labels("stored").inc(len(batch.log_records))
+        records.labels("ignored").inc(batch.ignored)
+        records.labels("rejected").inc(len(batch.rejected))
+        return
     spans = state.metrics.spans
     spans.labels("measurement").inc(len(batch.measurements))
     spans.labels("manifest").inc(len(batch.manifests))
@@ -249,6 +268,8 @@ def _count_spans(state: AppState, batch: DecodedBatch) -> None:
 def _store(state: AppState, batch: DecodedBatch) -> DecodedBatch:
     """Store the batch in one transaction; if the database refuses part of it, store it
     span by span so that only the spans it refuses are rejected, with its reason."""
+    if batch.log_records:
+        return _store_log_records(state, batch)
     try:
         outcome = state.store.ingest(batch)
     except StatementError as error:
@@ -258,4 +279,19 @@ def _store(state: AppState, batch: DecodedBatch) -> DecodedBatch:
         return replace(batch, rejected=[*batch.rejected, *state.store.ingest_each(batch)])
     state.readiness.note_commit()
     state.metrics.count_changes(outcome.changes)
+    return batch
+
+
+def _store_log_records(state: AppState, batch: DecodedBatch) -> DecodedBatch:
+    """Store the batch's log records in one transaction; if the database refuses it,
+    record by record so that only the records it refuses are rejected."""
+    try:
+        store_log_records(state.engine, batch.log_records)
+    except StatementError as error:
+        if is_storage_outage(error):
+            raise
+        logger.warning("ctxledger collector: log records refused (%s); isolating", error)
+        refused = store_log_records_each(state.engine, batch.log_records)
+        return replace(batch, rejected=[*batch.rejected, *refused])
+    state.readiness.note_commit()
     return batch

@@ -1,6 +1,7 @@
-"""OTLP/HTTP answers of ``POST /v1/traces``: a refused request (:class:`RequestRejected`,
-answered as a ``google.rpc.Status`` in the request's encoding), a stored one (with its
-partial success), and the gzip bodies both the route and the spool replay decompress."""
+"""OTLP/HTTP answers of ``POST /v1/traces`` and ``/v1/logs``: a refused request
+(:class:`RequestRejected`, answered as a ``google.rpc.Status`` in the request's encoding),
+a stored one (with its partial success), and the gzip bodies both the route and the spool
+replay decompress."""
 
 from __future__ import annotations
 
@@ -9,6 +10,10 @@ from collections.abc import Callable
 
 from fastapi import Response
 from google.rpc import status_pb2
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
+    ExportLogsPartialSuccess,
+    ExportLogsServiceResponse,
+)
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTracePartialSuccess,
     ExportTraceServiceResponse,
@@ -60,20 +65,27 @@ def gunzip(body: bytes, limit: int, on_growth: Callable[[int], None] | None = No
         del refusal  # else this frame and the error's traceback form a cycle
 
 
-def success_answer(media: str, batch: DecodedBatch) -> Response:
-    response = ExportTraceServiceResponse()
-    if batch.rejected:
-        response.partial_success.CopyFrom(
-            ExportTracePartialSuccess(
-                rejected_spans=len(batch.rejected), error_message=batch.error_message
+def success_answer(media: str, batch: DecodedBatch, signal: str = "traces") -> Response:
+    """The export's answer: an ``Export{Trace,Logs}ServiceResponse`` in the request's
+    encoding, with what was rejected in its ``partial_success``."""
+    rejected, message = len(batch.rejected), batch.error_message
+    response: ExportTraceServiceResponse | ExportLogsServiceResponse
+    if signal == "logs":
+        response = ExportLogsServiceResponse()
+        if rejected:
+            response.partial_success.CopyFrom(
+                ExportLogsPartialSuccess(rejected_log_records=rejected, error_message=message)
             )
-        )
+    else:
+        response = ExportTraceServiceResponse()
+        if rejected:
+            response.partial_success.CopyFrom(
+                ExportTracePartialSuccess(rejected_spans=rejected, error_message=message)
+            )
     if media == PROTOBUF:
         return Response(response.SerializeToString(), 200, media_type=PROTOBUF)
     payload: dict[str, object] = {}
-    if batch.rejected:
-        payload["partialSuccess"] = {
-            "rejectedSpans": str(len(batch.rejected)),
-            "errorMessage": batch.error_message,
-        }
+    if rejected:
+        count = "rejectedLogRecords" if signal == "logs" else "rejectedSpans"
+        payload["partialSuccess"] = {count: str(rejected), "errorMessage": message}
     return Response(json.dumps(payload), 200, media_type=JSON_TYPE)

@@ -16,7 +16,12 @@ from sqlalchemy import Column
 from ctxledger import semconv as sc
 from ctxledger.verdicts import Manifest, Measurement
 from ctxledger_collector.decoded import rejection_codes as codes
-from ctxledger_collector.decoded.batch import DecodedBatch, DecodedManifest, DecodedMeasurement
+from ctxledger_collector.decoded.batch import (
+    DecodedBatch,
+    DecodedLogRecord,
+    DecodedManifest,
+    DecodedMeasurement,
+)
 from ctxledger_collector.decoded.rejection_codes import Rejection
 from ctxledger_collector.storage.alert_tables import ALERT_EVENTS
 from ctxledger_collector.storage.tables import MANIFESTS, MEASUREMENTS, REPORTS, RUNS
@@ -158,4 +163,31 @@ def fit_to_columns(batch: DecodedBatch) -> DecodedBatch:
             fitted.rejected.append(manifest)
         else:
             fitted.manifests.append(manifest)
+    for record in map(_fit_log_record, batch.log_records):
+        if isinstance(record, Rejection):
+            fitted.rejected.append(record)
+        else:
+            fitted.log_records.append(record)
     return fitted
+
+
+_LOG_TEXT = ("event_name", "service_name", "scope_name", "session_id", "call_id", "body_ref")
+
+
+def _fit_log_record(record: DecodedLogRecord) -> DecodedLogRecord | Rejection:
+    """A log record as the database can hold it: PostgreSQL text holds no NUL, so an
+    identifier with one rejects the record, and a body with one is kept as its size and
+    digest only."""
+    for name in _LOG_TEXT:
+        value = getattr(record, name)
+        if isinstance(value, str) and "\x00" in value:
+            return Rejection(
+                record.trace_id or "",
+                record.span_id or "log:" + record.key.hex()[:16],
+                f"log record: {name} contains a NUL character",
+                codes.COLUMN_LIMIT,
+                record.service_name,
+            )
+    if record.body is not None and "\x00" in record.body:
+        return replace(record, body=None)
+    return record

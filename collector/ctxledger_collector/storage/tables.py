@@ -5,7 +5,8 @@ Keys are natural: a measurement is (run, tool call, request, stage), a manifest 
 (run, request), a report is (run, tool call, request), a call is (run, tool call).
 Two counter tables summarise the reports for the aggregates (``journey_counts``,
 ``run_journey_counts``, in :mod:`ctxledger_collector.storage.counter_tables`); the spans refused
-at ingest are kept in :mod:`ctxledger_collector.storage.rejection_table`, the alerting tables in
+at ingest are kept in :mod:`ctxledger_collector.storage.rejection_table`, the OTLP log records
+in :mod:`ctxledger_collector.storage.log_table`, the alerting tables in
 :mod:`ctxledger_collector.storage.alert_tables`.
 ``request_key`` is the request id or ``""`` for stages measured before any request, so
 keys never hold NULL. Nothing is stored twice: a measurement's contract attributes are
@@ -25,9 +26,14 @@ import builtins
 from sqlalchemy import BigInteger, Boolean, Column, Index, LargeBinary, false, text
 from sqlmodel import Field, SQLModel
 
-# The alerting, counter and rejection tables live in modules of their own; importing this
+# The alerting, counter, log and rejection tables live in modules of their own; importing this
 # one defines them too, so SQLModel's metadata always holds the whole schema.
-from ctxledger_collector.storage import alert_tables, counter_tables, rejection_table  # noqa: F401
+from ctxledger_collector.storage import (  # noqa: F401
+    alert_tables,
+    counter_tables,
+    log_table,
+    rejection_table,
+)
 from ctxledger_collector.storage.table_columns import (
     WITHOUT_ROWID,
     big_integer,

@@ -1,0 +1,148 @@
+"""Which OTLP log records the audit reads, and what of them is stored (contract section 8).
+
+Agent runtimes report tool results and request bodies as log events: Claude Code's
+``claude_code.*`` (``tool_result``, ``api_request``, ``api_request_body``, ``compaction``),
+Codex's ``codex.*`` (``tool_result``, ``sse_event``) and the GenAI conventions' ``gen_ai.*``
+events. Those are kept; every other record is counted as ignored, never an error.
+
+A record keeps its ids (session, tool call, trace), its time, its numeric attributes
+(sizes, token counts), whether the runtime says it cut it, and its body's size and
+digest. The body's text is kept only when the operator opted in to content
+(``CTXLEDGER_STORE_MESSAGE_CONTENT``); a body the runtime wrote to a file is kept as that
+file's reference (``body_ref``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime
+from typing import Any, Final
+
+import orjson
+
+from ctxledger_collector.decoded.batch import DecodedLogRecord
+from ctxledger_collector.ingest.otlp_logs import RawLogRecord
+
+AUDITED_PREFIXES: Final = ("claude_code.", "codex.", "gen_ai.")
+#: Where runtimes put the event's name when the record's own field is empty.
+EVENT_NAME_ATTRIBUTES: Final = ("event.name",)
+SESSION_ATTRIBUTES: Final = ("session.id", "conversation.id", "gen_ai.conversation.id")
+CALL_ATTRIBUTES: Final = ("tool_use_id", "call_id", "gen_ai.tool.call.id", "tool_call_id")
+BODY_REF_ATTRIBUTE: Final = "body_ref"
+EVENT_TIMESTAMP_ATTRIBUTE: Final = "event.timestamp"
+_MAX_NAME: Final = 256
+_MAX_PATH: Final = 4_096
+_MAX_BODY: Final = 65_536
+
+
+def event_name(raw: RawLogRecord) -> str:
+    if raw.event_name:
+        return raw.event_name
+    for name in EVENT_NAME_ATTRIBUTES:
+        value = raw.attributes.get(name)
+        if isinstance(value, str) and value:
+            return value[:_MAX_NAME]
+    return ""
+
+
+def is_audited(name: str) -> bool:
+    return name.startswith(AUDITED_PREFIXES)
+
+
+def _text_attribute(
+    attrs: dict[str, Any], names: tuple[str, ...], longest: int = _MAX_NAME
+) -> str | None:
+    """The first of ``names`` holding text; None when that text is longer than ``longest``
+    (an id cut short would name another thing)."""
+    for name in names:
+        value = attrs.get(name)
+        if isinstance(value, str) and value:
+            return value if len(value) <= longest else None
+    return None
+
+
+def _time_us(raw: RawLogRecord) -> int:
+    """The record's time; Codex sends ``timeUnixNano`` 0, so then its observed time, else
+    its ``event.timestamp`` attribute (ISO 8601)."""
+    nanos = raw.time_unix_nano or raw.observed_time_unix_nano
+    if nanos:
+        return nanos // 1000
+    stamp = raw.attributes.get(EVENT_TIMESTAMP_ATTRIBUTE)
+    if isinstance(stamp, str):
+        try:
+            return int(datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() * 1e6)
+        except ValueError:
+            return 0
+    return 0
+
+
+def _body_text(body: Any) -> str | None:
+    """The body as text: a string as it is, anything else as compact JSON."""
+    if body is None:
+        return None
+    if isinstance(body, str):
+        return body
+    if isinstance(body, bytes):
+        return body.decode("utf-8", "replace")
+    return orjson.dumps(body, default=repr).decode("utf-8")
+
+
+def _truncated(attrs: dict[str, Any]) -> bool:
+    return any(value is True for name, value in attrs.items() if name.endswith("truncated"))
+
+
+def _numbers(attrs: dict[str, Any]) -> dict[str, int | float | bool]:
+    """Flags, floats and the integers JSON readers hold exactly (64-bit)."""
+    kept: dict[str, int | float | bool] = {}
+    for name, value in attrs.items():
+        exact = isinstance(value, int) and -(2**63) <= value < 2**63
+        if isinstance(value, (bool, float)) or exact:
+            kept[name[:_MAX_NAME]] = value
+    return kept
+
+
+def _key(raw: RawLogRecord, name: str, body: str | None) -> bytes:
+    identity = orjson.dumps(
+        [
+            raw.service_name,
+            raw.scope_name,
+            name,
+            raw.time_unix_nano,
+            raw.observed_time_unix_nano,
+            raw.trace_id,
+            raw.span_id,
+            body,
+            raw.attributes,
+        ],
+        default=repr,
+        option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS,
+    )
+    return hashlib.blake2b(identity, digest_size=16).digest()
+
+
+def decoded_log_record(raw: RawLogRecord, keep_content: bool) -> DecodedLogRecord | None:
+    """The stored form of a record the audit reads; None for any other record."""
+    name = event_name(raw)
+    if not is_audited(name):
+        return None
+    attrs = raw.attributes
+    text = _body_text(raw.body)
+    encoded = text.encode("utf-8", "surrogatepass") if text is not None else None
+    return DecodedLogRecord(
+        key=_key(raw, name, text),
+        service_name=raw.service_name,
+        scope_name=raw.scope_name,
+        event_name=name,
+        time_us=_time_us(raw),
+        trace_id=raw.trace_id or None,
+        span_id=raw.span_id or None,
+        session_id=_text_attribute(attrs, SESSION_ATTRIBUTES),
+        call_id=_text_attribute(attrs, CALL_ATTRIBUTES),
+        body_chars=len(text) if text is not None else None,
+        body_bytes=len(encoded) if encoded is not None else None,
+        body_sha256=hashlib.sha256(encoded).hexdigest() if encoded is not None else None,
+        body=text[:_MAX_BODY] if keep_content and text is not None else None,
+        body_ref=_text_attribute(attrs, (BODY_REF_ATTRIBUTE,), _MAX_PATH),
+        truncated=_truncated(attrs),
+        numbers=_numbers(attrs),
+    )
