@@ -227,8 +227,9 @@ def handle_db_prune(args: argparse.Namespace) -> int:
         dropped = f", dropped {len(outcome.partitions_dropped)} empty partitions" * bool(
             outcome.partitions_dropped
         )
+        logs = f" and {outcome.log_records} log records" * bool(outcome.log_records)
         print(
-            f"removed {outcome.runs} runs and {outcome.reports} reports older than "
+            f"removed {outcome.runs} runs and {outcome.reports} reports{logs} older than "
             f"{args.older_than} in {outcome.batches} batches{emptied}{dropped}"
         )
         return 0

@@ -383,3 +383,31 @@ def test_postgres_partitions_ahead_yield_to_a_lock_cycle(postgres_engine: Engine
         after = [p.name for p in partitions(connection, "measurements")]
     assert created and set(after) - set(before) == {n for n in created if n in after}
     assert len(after) > len(before)
+
+
+def test_prune_removes_the_log_records_received_before_the_cutoff(database_url: str) -> None:
+    """Log records go by when the collector received them, in batches; newer ones stay."""
+    from tests.collector.test_logs_ingest import _proto_body, _proto_record
+
+    with LiveCollector(_settings(database_url)) as collector, collector.client() as http:
+        body = _proto_body([_proto_record(i) for i in range(7)])
+        answer = http.post(
+            "/v1/logs", content=body, headers={"content-type": "application/x-protobuf"}
+        )
+        assert answer.status_code == 200, answer.text
+    engine = make_engine(database_url)
+    try:
+        old = ("toolu_0", "toolu_1", "toolu_2", "toolu_3", "toolu_4")
+        with engine.begin() as connection:
+            for call in old:
+                connection.execute(
+                    text("UPDATE log_records SET received_at = :at WHERE call_id = :call"),
+                    {"at": time.time() - 10 * 86_400, "call": call},
+                )
+        outcome = prune(engine, time.time() - 86_400, batch_runs=2)
+        assert outcome.log_records == len(old)
+        with engine.connect() as connection:
+            kept = set(connection.exec_driver_sql("SELECT call_id FROM log_records").scalars())
+        assert kept == {"toolu_5", "toolu_6"}
+    finally:
+        engine.dispose()

@@ -1,5 +1,6 @@
 """Retention: runs (traces) whose newest span is older than a cutoff are removed with
-everything stored for them, in small batches so ingest keeps its turn.
+everything stored for them, in small batches so ingest keeps its turn; so are the OTLP
+log records received before the cutoff.
 
 A run goes as a whole, when its ``last_seen`` (the newest observation of any of its
 spans) is before the cutoff, so a long run is never cut in half. Each batch is one
@@ -57,6 +58,8 @@ class PruneOutcome:
     #: The longest transaction (seconds): how long ingest of the runs it held, or of any
     #: run while a range was detached (the parents locked), could wait on retention.
     longest_transaction_s: float = 0.0
+    #: OTLP log records received before the cutoff, removed.
+    log_records: int = 0
 
 
 def parse_age(text_value: str) -> float:
@@ -157,11 +160,37 @@ def prune(
             outcome.batches += 1
             if pause_s:
                 time.sleep(pause_s)
+    outcome.log_records = _remove_log_records(engine, cutoff, batch_runs, writer, pause_s)
     if engine.dialect.name == "postgresql":
         from ctxledger_collector.storage.partitions import drop_empty_partitions
 
         outcome.partitions_dropped = drop_empty_partitions(engine)
     return outcome
+
+
+def _remove_log_records(
+    engine: Engine,
+    cutoff: float,
+    batch: int,
+    writer: contextlib.AbstractContextManager[Any] | None,
+    pause_s: float,
+) -> int:
+    """Remove the log records the collector received before ``cutoff``, ``batch`` per
+    transaction (by when they arrived: a record's own time may be missing or wrong)."""
+    mark = "%s" if engine.dialect.name == "postgresql" else "?"
+    removed = 0
+    while True:
+        with writer or contextlib.nullcontext(), engine.begin() as connection:
+            gone = connection.exec_driver_sql(
+                "DELETE FROM log_records WHERE record_key IN (SELECT record_key FROM "
+                f"log_records WHERE received_at < {mark} LIMIT {int(batch)})",
+                (cutoff,),
+            ).rowcount
+        removed += gone
+        if gone < batch:
+            return removed
+        if pause_s:
+            time.sleep(pause_s)
 
 
 def retention_cutoff(retention_days: float | None, now: float | None = None) -> float | None:
