@@ -154,6 +154,12 @@ def serve(
                     "backends take traces at .../v1/traces)",
                     file=sys.stderr,
                 )
+            if destination.logs_url is None:
+                print(
+                    "  (log exports are not forwarded there: its URL does not end in "
+                    "/v1/traces, so its logs endpoint is unknown)",
+                    file=sys.stderr,
+                )
         # Before the server's threads allocate (and before workers start: they inherit it).
         limit_malloc_arenas(settings.malloc_arenas)
         fix_mmap_threshold(settings.malloc_mmap_threshold)

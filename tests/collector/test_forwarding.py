@@ -426,3 +426,30 @@ def test_without_destinations_nothing_is_forwarded_and_no_series_exist(tmp_path:
         assert post(collector, op.proto_body(trace_id, spans), op.PROTOBUF).status_code == 200
         names = {name for name, _ in metric_samples(collector)}
     assert not {n for n in names if n.startswith("ctxledger_forward_")}
+
+
+def test_log_exports_go_to_each_destinations_logs_endpoint(
+    tmp_path: Path, two_endpoints: tuple[RecordingEndpoint, RecordingEndpoint]
+) -> None:
+    """A destination given as .../v1/traces gets log exports at .../v1/logs, byte for
+    byte; one whose URL does not end so gets traces only."""
+    from tests.collector.test_logs_ingest import _proto_body, _proto_record
+
+    first, second = two_endpoints
+    bare = second.url.removesuffix("/v1/traces") + "/otlp"
+    settings = settings_for(tmp_path, first.url, bare)
+    logs = _proto_body([_proto_record(i) for i in range(3)])
+    with LiveCollector(settings) as collector:
+        trace_id, spans = journey("call_with_logs")
+        assert post(collector, op.proto_body(trace_id, spans), op.PROTOBUF).status_code == 200
+        headers = {"content-type": op.PROTOBUF, "authorization": f"Bearer {API_KEY}"}
+        with collector.client() as http:
+            answer = http.post("/v1/logs", content=logs, headers=headers)
+        assert answer.status_code == 200, answer.text
+        arrived = first.wait_for(2)
+        assert sorted(a.path for a in arrived) == ["/v1/logs", "/v1/traces"]
+        (log_export,) = [a for a in arrived if a.path == "/v1/logs"]
+        assert (log_export.body, log_export.content_type) == (logs, op.PROTOBUF)
+        assert [a.path for a in second.wait_for(1)] == ["/otlp"]
+        time.sleep(0.5)  # nothing more reaches the destination without a logs endpoint
+        assert len(second.arrived) == 1

@@ -42,8 +42,9 @@ def _snippets() -> dict[str, dict[str, Any]]:
 
 
 def _traces_route() -> str:
-    (path,) = [route.path for route in router.routes if getattr(route, "path", None)]
-    return str(path)
+    paths = [str(getattr(route, "path", "")) for route in router.routes]
+    (path,) = [path for path in paths if path.endswith("/traces")]
+    return path
 
 
 def _http_port(config: dict[str, Any]) -> int:

@@ -4,7 +4,9 @@
 ``CTXLEDGER_FORWARD_TO`` is a comma-separated list of URLs, or a JSON list whose items
 are URL strings or objects ``{"url": ..., "headers": {...}, "name": ...}``. Each URL is
 the destination's full traces endpoint (``http://phoenix:6006/v1/traces``): requests are
-POSTed to it as given, no path is appended.
+POSTed to it as given, no path is appended. Log exports go to the same URL with its
+``/v1/traces`` ending made ``/v1/logs``; a destination whose URL does not end so gets
+traces only.
 
 ``CTXLEDGER_FORWARD_HEADERS`` holds headers sent to every destination: comma-separated
 ``name=value`` pairs with percent-encoded values, as ``OTEL_EXPORTER_OTLP_HEADERS`` has
@@ -17,10 +19,12 @@ import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from ctxledger_collector.alerts.destination_guard import static_problem
 
+TRACES_PATH = "/v1/traces"
+LOGS_PATH = "/v1/logs"
 #: Headers the forwarder sets from the request it forwards, or that HTTP sets itself.
 RESERVED_HEADERS = frozenset({"content-type", "content-encoding", "content-length", "host"})
 _TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")  # an HTTP header name (RFC 9110)
@@ -36,6 +40,16 @@ class Destination:
     name: str
     """The ``destination`` label in the metrics and logs: never credentials."""
     headers: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def logs_url(self) -> str | None:
+        """The destination's logs endpoint: its traces URL ending ``/v1/logs`` instead of
+        ``/v1/traces`` (query kept); None when the URL does not end so."""
+        parts = urlsplit(self.url)
+        if not parts.path.endswith(TRACES_PATH):
+            return None
+        path = parts.path[: -len(TRACES_PATH)] + LOGS_PATH
+        return urlunsplit(parts._replace(path=path))
 
     @property
     def lacks_path(self) -> bool:

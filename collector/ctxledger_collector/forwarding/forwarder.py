@@ -97,12 +97,21 @@ class Forwarder:
                 "ctxledger collector: forwarding accepted exports to %s", sender.destination.name
             )
 
-    def submit(self, body: bytes, content_type: str, content_encoding: str | None) -> None:
-        """Queue one accepted export for every destination; never waits."""
+    def submit(
+        self,
+        body: bytes,
+        content_type: str,
+        content_encoding: str | None,
+        signal: str = "traces",
+    ) -> None:
+        """Queue one accepted export for every destination (a logs export for those with
+        a logs endpoint); never waits."""
         if not self._senders:
             return
-        request = ForwardRequest(bytes(body), content_type, content_encoding)
+        request = ForwardRequest(bytes(body), content_type, content_encoding, signal)
         for sender in self._senders:
+            if signal == "logs" and sender.destination.logs_url is None:
+                continue
             name = sender.destination.name
             if self._stopping:
                 self._tally.count(name, "dropped_shutdown", request.size)

@@ -29,6 +29,8 @@ class ForwardRequest:
     body: bytes
     content_type: str
     content_encoding: str | None
+    #: ``traces`` (to the destination's URL) or ``logs`` (to its logs URL).
+    signal: str = "traces"
 
     @property
     def size(self) -> int:

@@ -131,7 +131,8 @@ class DestinationSender:
                 return
 
     def _attempt(self, request: ForwardRequest) -> _Attempt:
-        pinned = self._pinned()
+        url = self.destination.logs_url if request.signal == "logs" else self.destination.url
+        pinned = self._pinned(url or self.destination.url)
         if isinstance(pinned, _Attempt):
             return pinned
         headers = {"Content-Type": request.content_type, "Host": pinned.host_header}
@@ -153,12 +154,12 @@ class DestinationSender:
             response.headers.get("retry-after"),
         )
 
-    def _pinned(self) -> PinnedRequest | _Attempt:
+    def _pinned(self, url: str) -> PinnedRequest | _Attempt:
         """What the host resolves to now, checked before the request (and its headers)
         leaves, and the request sent to that checked address itself, so a second DNS
         answer cannot swap in another: a name that came to resolve to a metadata or
         link-local address is given up on; one that does not resolve is retried."""
-        parts = urlsplit(self.destination.url)
+        parts = urlsplit(url)
         port = parts.port or (443 if parts.scheme == "https" else 80)
         try:
             addresses = checked_addresses(parts.hostname or "", port, allow_loopback=True)
@@ -166,7 +167,7 @@ class DestinationSender:
             return _Attempt(Verdict.GIVE_UP, f"refused: {error}")
         except UnresolvedDestination:
             return _Attempt(Verdict.RETRY, "DNS lookup failed")
-        return pinned_to(self.destination.url, addresses[0])
+        return pinned_to(url, addresses[0])
 
     def _attempt_timeout_s(self) -> float:
         if self._deadline is None:

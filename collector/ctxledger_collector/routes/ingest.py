@@ -230,8 +230,8 @@ async def _export(request: Request, state: AppState, signal: Signal) -> Response
             response = await run_in_threadpool(
                 store_export, state, body, gzipped, media, clock, reservation, signal
             )
-        if response.status_code == 200 and signal == TRACES:
-            _forward(state, request, body)
+        if response.status_code == 200:
+            _forward(state, request, body, signal)
     except RequestRejected as rejected:
         response = error_answer(
             media, rejected.status, rejected.message, rejected.grpc_code, **rejected.headers
@@ -242,11 +242,14 @@ async def _export(request: Request, state: AppState, signal: Signal) -> Response
     return response
 
 
-def _forward(state: AppState, request: Request, body: bytes) -> None:
+def _forward(state: AppState, request: Request, body: bytes, signal: Signal) -> None:
     """Queue the body as received (still gzip if it came gzip) with its own headers."""
     try:
         state.forwarder.submit(
-            body, request.headers.get("content-type", ""), request.headers.get("content-encoding")
+            body,
+            request.headers.get("content-type", ""),
+            request.headers.get("content-encoding"),
+            signal,
         )
     except Exception:  # the export is stored and answered; forwarding must not fail it
         logger.exception("ctxledger collector: could not queue an export for forwarding")
