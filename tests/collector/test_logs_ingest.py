@@ -204,3 +204,34 @@ def test_logs_ingest_needs_the_api_key_as_traces_do(keyed_collector: LiveCollect
     assert accepted.status_code == 200
     with httpx.Client(base_url=keyed_collector.url) as http:
         assert http.post("/v1/logs", content=body).status_code == 401
+
+
+def test_the_span_limits_hold_for_log_records(tmp_path: Any) -> None:
+    """Too many records in one export is a 413 with nothing stored; a record over the
+    attribute or value limits is rejected alone (counted, listed), its export kept."""
+    url = f"sqlite:///{tmp_path / 'limits.db'}"
+    settings = Settings(
+        database_url=url,
+        auto_migrate=True,
+        max_spans_per_request=5,
+        max_span_attributes=3,
+        max_value_chars=64,
+    )
+    with LiveCollector(settings) as limited:
+        crowded = _post(limited, _proto_body([_proto_record(i) for i in range(6)]))
+        assert crowded.status_code == 413 and "log records" in crowded.text
+        records = [
+            _proto_record(0),
+            _proto_record(1, a="1", b="2", c="3"),  # 4 attributes
+            _proto_record(2, long="x" * 65),  # a value over 64 chars
+            _proto_record(3),
+        ]
+        answer = _post(limited, _proto_body(records))
+        assert answer.status_code == 200, answer.text
+        response = ExportLogsServiceResponse.FromString(answer.content)
+        assert response.partial_success.rejected_log_records == 2
+        with limited.client() as http:
+            listed = http.get("/api/v1/rejections").json()["rejections"]
+        assert sorted(r["reason"] for r in listed) == ["too_many_attributes", "value_too_long"]
+        assert all(r["span_id"].startswith("log:") for r in listed)  # no span id: a digest
+    assert {r.call_id for r in _stored(url)} == {"toolu_0", "toolu_3"}
