@@ -492,6 +492,33 @@ def test_anthropic_context_editing_below_its_trigger_and_without_the_beta(
     assert provider.discards == []
 
 
+def test_anthropic_clear_thinking_keeping_all_is_accepted_and_a_bad_keep_refused(
+    provider: ProviderStandIn,
+) -> None:
+    """Claude Code sends ``clear_thinking_20251015`` with ``keep: "all"``; a keep that is
+    neither "all" nor ``{type, value}`` is refused as Anthropic refuses it."""
+    history = editing_history(2)
+    client = anthropic.Anthropic(base_url=provider.url, api_key="x", max_retries=0)
+    thinking = {"type": "clear_thinking_20251015", "keep": "all"}
+    answer = client.beta.messages.create(
+        model=CLAUDE,
+        max_tokens=10,
+        messages=history,
+        betas=[BETA],  # type: ignore[arg-type]
+        context_management={"edits": [thinking]},  # type: ignore[list-item]
+    )
+    assert answer.context_management is not None
+    assert answer.context_management.applied_edits == []
+    with pytest.raises(anthropic.BadRequestError, match=r"edits.0.keep.value: Field required"):
+        client.beta.messages.create(
+            model=CLAUDE,
+            max_tokens=10,
+            messages=history,
+            betas=[BETA],  # type: ignore[arg-type]
+            context_management={"edits": [{**thinking, "keep": 3}]},  # type: ignore[list-item]
+        )
+
+
 def lm_studio_history() -> list[dict[str, Any]]:
     return [
         {"role": "system", "content": "You summarise the logs."},

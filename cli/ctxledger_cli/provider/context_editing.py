@@ -72,9 +72,10 @@ def problem(config: Any) -> str | None:
             return f"context_management.edits.{index}.type: Field required"
         for name in ("trigger", "keep", "clear_at_least"):
             value = edit.get(name)
-            if value is not None and not (
-                isinstance(value, Mapping) and isinstance(value.get("value"), int)
-            ):
+            # clear_thinking_20251015 takes ``keep: "all"`` (Claude Code sends it).
+            if value is None or (name == "keep" and value == "all"):
+                continue
+            if not (isinstance(value, Mapping) and isinstance(value.get("value"), int)):
                 return f"context_management.edits.{index}.{name}.value: Field required"
     return None
 

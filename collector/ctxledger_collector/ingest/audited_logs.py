@@ -1,9 +1,11 @@
 """Which OTLP log records the audit reads, and what of them is stored (contract section 8).
 
 Agent runtimes report tool results and request bodies as log events: Claude Code's
-``claude_code.*`` (``tool_result``, ``api_request``, ``api_request_body``, ``compaction``),
-Codex's ``codex.*`` (``tool_result``, ``sse_event``) and the GenAI conventions' ``gen_ai.*``
-events. Those are kept; every other record is counted as ignored, never an error.
+``claude_code.tool_result``, ``api_request`` (usage), ``api_request_body`` and
+``api_response_body``, ``compaction``; Codex's ``codex.tool_result``, ``sse_event`` and
+``api_request``; and every ``gen_ai.*`` event of the GenAI conventions. Those are kept;
+every other record (a plugin loaded, a prompt typed) is counted as ignored, never an
+error.
 
 A record keeps its ids (session, tool call, trace), its time, its numeric attributes
 (sizes, token counts), whether the runtime says it cut it, and its body's size and
@@ -15,6 +17,8 @@ file's reference (``body_ref``).
 from __future__ import annotations
 
 import hashlib
+import math
+import re
 from datetime import datetime
 from typing import Any, Final
 
@@ -23,12 +27,30 @@ import orjson
 from ctxledger_collector.decoded.batch import DecodedLogRecord
 from ctxledger_collector.ingest.otlp_logs import RawLogRecord
 
-AUDITED_PREFIXES: Final = ("claude_code.", "codex.", "gen_ai.")
+#: The runtimes' events the audit reads: tool results, requests as sent (and their
+#: answers), the usage a request reports, declared compactions.
+AUDITED_EVENTS: Final = frozenset(
+    {
+        "claude_code.tool_result",
+        "claude_code.api_request",
+        "claude_code.api_request_body",
+        "claude_code.api_response_body",
+        "claude_code.compaction",
+        "codex.tool_result",
+        "codex.sse_event",
+        "codex.api_request",
+    }
+)
+#: Every event of the GenAI conventions is read.
+AUDITED_PREFIXES: Final = ("gen_ai.",)
 #: Where runtimes put the event's name when the record's own field is empty.
 EVENT_NAME_ATTRIBUTES: Final = ("event.name",)
 SESSION_ATTRIBUTES: Final = ("session.id", "conversation.id", "gen_ai.conversation.id")
 CALL_ATTRIBUTES: Final = ("tool_use_id", "call_id", "gen_ai.tool.call.id", "tool_call_id")
 BODY_REF_ATTRIBUTE: Final = "body_ref"
+#: Where Claude Code puts a request or response body (inline, cut at 60 KB).
+BODY_ATTRIBUTE: Final = "body"
+_NUMBER: Final = re.compile(r"-?\d{1,19}(\.\d+)?")
 EVENT_TIMESTAMP_ATTRIBUTE: Final = "event.timestamp"
 _MAX_NAME: Final = 256
 _MAX_PATH: Final = 4_096
@@ -36,8 +58,15 @@ _MAX_BODY: Final = 65_536
 
 
 def event_name(raw: RawLogRecord) -> str:
+    """The record's event name: its own field, else a body that is an audited event's
+    name (Claude Code's ``claude_code.tool_result``, whose ``event.name`` attribute is the
+    bare ``tool_result``), else its ``event.name`` attribute (Codex's
+    ``codex.tool_result``)."""
     if raw.event_name:
         return raw.event_name
+    body = raw.body
+    if isinstance(body, str) and len(body) <= _MAX_NAME and is_audited(body):
+        return body
     for name in EVENT_NAME_ATTRIBUTES:
         value = raw.attributes.get(name)
         if isinstance(value, str) and value:
@@ -46,7 +75,7 @@ def event_name(raw: RawLogRecord) -> str:
 
 
 def is_audited(name: str) -> bool:
-    return name.startswith(AUDITED_PREFIXES)
+    return name in AUDITED_EVENTS or name.startswith(AUDITED_PREFIXES)
 
 
 def _text_attribute(
@@ -76,6 +105,16 @@ def _time_us(raw: RawLogRecord) -> int:
     return 0
 
 
+def _content(raw: RawLogRecord, name: str) -> Any:
+    """What the record carries: its ``body`` attribute (Claude Code puts the request or
+    response body there, the record's own body being the event's name), else its body
+    unless that is only the event's name."""
+    attribute = raw.attributes.get(BODY_ATTRIBUTE)
+    if isinstance(attribute, str):
+        return attribute
+    return None if raw.body == name else raw.body
+
+
 def _body_text(body: Any) -> str | None:
     """The body as text: a string as it is, anything else as compact JSON."""
     if body is None:
@@ -88,16 +127,35 @@ def _body_text(body: Any) -> str | None:
 
 
 def _truncated(attrs: dict[str, Any]) -> bool:
-    return any(value is True for name, value in attrs.items() if name.endswith("truncated"))
+    return any(
+        _scalar(value) is True for name, value in attrs.items() if name.endswith("truncated")
+    )
+
+
+def _scalar(value: Any) -> int | float | bool | None:
+    """A flag or number, also as the text some runtimes send (Claude Code's ``"13892"``,
+    ``"0.0"``, ``"true"``); None for anything else. Integers beyond 64 bits are left out
+    (JSON readers would not hold them exactly)."""
+    if isinstance(value, str):
+        if value in ("true", "false"):
+            return value == "true"
+        if not _NUMBER.fullmatch(value):
+            return None
+        value = float(value) if "." in value else int(value)
+    if isinstance(value, bool) or (isinstance(value, float) and math.isfinite(value)):
+        return value
+    if isinstance(value, int) and -(2**63) <= value < 2**63:
+        return value
+    return None
 
 
 def _numbers(attrs: dict[str, Any]) -> dict[str, int | float | bool]:
-    """Flags, floats and the integers JSON readers hold exactly (64-bit)."""
+    """The record's flags and numbers (sizes, token counts, durations): never content."""
     kept: dict[str, int | float | bool] = {}
     for name, value in attrs.items():
-        exact = isinstance(value, int) and -(2**63) <= value < 2**63
-        if isinstance(value, (bool, float)) or exact:
-            kept[name[:_MAX_NAME]] = value
+        scalar = _scalar(value)
+        if scalar is not None:
+            kept[name[:_MAX_NAME]] = scalar
     return kept
 
 
@@ -126,7 +184,7 @@ def decoded_log_record(raw: RawLogRecord, keep_content: bool) -> DecodedLogRecor
     if not is_audited(name):
         return None
     attrs = raw.attributes
-    text = _body_text(raw.body)
+    text = _body_text(_content(raw, name))
     encoded = text.encode("utf-8", "surrogatepass") if text is not None else None
     return DecodedLogRecord(
         key=_key(raw, name, text),
