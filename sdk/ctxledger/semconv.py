@@ -251,6 +251,8 @@ SOURCE_OPENINFERENCE: Final = "openinference"
 SOURCE_VERCEL_AI: Final = "vercel_ai"
 """The Vercel AI SDK's own ``ai.*`` spans (``ai.generateText.doGenerate``,
 ``ai.streamText.doStream``, ``ai.toolCall``)."""
+SOURCE_CLAUDE_CODE: Final = "claude_code"
+"""Claude Code's own telemetry (its ``claude_code.tool`` span's ``tool.output`` event)."""
 TELEMETRY_CUT: Final = "ctxledger.telemetry.cut"
 """*Extension.* Why the telemetry itself could not show this value whole (an attribute
 length limit, evicted attributes, content stored off span). Such evidence is never

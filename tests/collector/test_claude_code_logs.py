@@ -11,6 +11,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from ctxledger_collector.ingest.otlp_decode import PROTOBUF, decode_export_request
 from ctxledger_collector.ops.settings import Settings
 from tests.collector.live_collector import LiveCollector
 from tests.collector.test_logs_ingest import _counted, _post, _stored
@@ -58,3 +59,31 @@ def test_claude_codes_log_events_are_stored_with_their_ids_and_sizes(
     usage = [r for r in rows if r.event_name == "claude_code.api_request"]
     assert sorted(_numbers(r)["input_tokens"] for r in usage) == [19_009, 27_070]
     assert all(_numbers(r)["cache_read_tokens"] == 0.0 for r in usage)
+
+
+def test_claude_codes_spans_give_the_tools_output_and_name_its_settings(
+    collector: LiveCollector,
+) -> None:
+    """Its ``claude_code.tool`` span's ``tool.output`` event is the result's ``original``
+    stage (source ``claude_code``); its ``llm_request`` spans never carry the messages,
+    so the journey is unauditable with Claude Code's own setting named, never the
+    settings of another instrumentation."""
+    body = gzip.decompress((RECORDINGS / "claude_code_2.1.332.traces.pb.gz").read_bytes())
+    batch = decode_export_request(body, PROTOBUF)
+    (original,) = [d.measurement for d in batch.measurements]
+    assert (original.tool_call_id, original.stage, original.source) == (
+        CALL,
+        "original",
+        "claude_code",
+    )
+    assert original.chars == 13_892 and original.telemetry_cut is None
+    assert {m.manifest.source for m in batch.manifests} == {"claude_code"}
+    assert all("api_request_body" in (m.manifest.telemetry_cut or "") for m in batch.manifests)
+
+    with collector.client() as http:
+        sent = http.post("/v1/traces", content=body, headers={"content-type": PROTOBUF})
+        assert sent.status_code == 200, sent.text
+        (report,) = http.get("/api/v1/reports", params={"tool_call_id": CALL}).json()["reports"]
+    assert report["verdict"] == "unauditable" and report["source"] == "claude_code"
+    notes = " ".join(report["notes"])
+    assert "OTEL_LOG_RAW_API_BODIES" in notes and "openai-v2" not in notes

@@ -17,6 +17,7 @@ from ctxledger import semconv as sc
 from ctxledger.verdicts import Manifest
 from ctxledger.verdicts.model import ReceivedRecord
 from ctxledger_collector.decoded.batch import DerivedStage, IssuedCall, UnmatchedTool
+from ctxledger_collector.derive import cuts
 from ctxledger_collector.derive.genai_exchange import read_genai
 from ctxledger_collector.derive.indexed_exchange import (
     has_openllmetry_prompts,
@@ -85,6 +86,8 @@ def _exchange(span: SourceSpan) -> tuple[Exchange, str, str | None] | None:
         exchange, source = read_genai(span)
     else:
         return None
+    if span.scope_name == cuts.CLAUDE_CODE_SCOPE:
+        source = sc.SOURCE_CLAUDE_CODE
     return exchange, source, model if isinstance(model, str) and model else None
 
 

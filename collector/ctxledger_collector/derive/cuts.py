@@ -99,6 +99,19 @@ PYDANTIC_AI_FIX = (
     "InstrumentationSettings(include_content=True) (the default; include_content=False "
     "keeps them off)"
 )
+#: The tracer Claude Code's spans come from, and what it needs to show content.
+CLAUDE_CODE_SCOPE = "com.anthropic.claude_code.tracing"
+CLAUDE_CODE_OUTPUT_FIX = (
+    "Claude Code records a tool's output on its claude_code.tool span (a tool.output event) "
+    "only with OTEL_LOG_TOOL_CONTENT=1 and CLAUDE_CODE_ENHANCED_TELEMETRY_BETA=1"
+)
+CLAUDE_CODE_MESSAGES_FIX = (
+    "Claude Code's llm_request spans never carry the messages; the request as sent is in "
+    "its claude_code.api_request_body log events (OTEL_LOG_RAW_API_BODIES=1, exported to "
+    "/v1/logs), from which the collector does not derive stages yet"
+)
+#: Claude Code cuts a tool.output event at CLAUDE_CODE_OTEL_CONTENT_MAX_LENGTH (60 KB).
+CLAUDE_CODE_CONTENT_MAX = 60_000
 #: The tracer name pydantic-ai's instrumentation (and Logfire's) uses.
 PYDANTIC_AI_SCOPE = "pydantic-ai"
 _OPENLLMETRY_SIGNS = ("gen_ai.is_streaming", "llm.is_streaming", "llm.request.type")
@@ -140,6 +153,8 @@ def vercel_ai_no_content(attribute: str) -> str:
 
 def no_messages(scope: str | None, attributes: Mapping[str, Any]) -> str:
     """Why an inference span shows no messages at all, and the setting that adds them."""
+    if scope == CLAUDE_CODE_SCOPE:
+        return f"the span carries no gen_ai.input.messages: {CLAUDE_CODE_MESSAGES_FIX}"
     if _vercel_ai(scope):
         return vercel_ai_no_content("gen_ai.input.messages")
     if scope == PYDANTIC_AI_SCOPE:

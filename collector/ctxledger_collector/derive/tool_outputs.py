@@ -69,6 +69,8 @@ def _result(span: SourceSpan, key: str, arguments: Any) -> tuple[str | None, str
 def read_tool_output(span: SourceSpan) -> ToolOutput | None:
     """The tool output a span records, or None when it is no tool span."""
     attrs = span.attributes
+    if span.scope_name == cuts.CLAUDE_CODE_SCOPE and span.name == CLAUDE_CODE_TOOL_SPAN:
+        return _claude_code(span)
     if attrs.get(sc.TRACELOOP_SPAN_KIND) == sc.TRACELOOP_TOOL:
         return _traceloop(span)
     if attrs.get(sc.GEN_AI_OPERATION_NAME) == sc.GEN_AI_EXECUTE_TOOL:
@@ -128,6 +130,34 @@ def _langchain_tool_message(text: str) -> tuple[str, str] | None:
         if all(isinstance(t, str) for t in texts):
             return call_id, "".join(str(t) for t in texts)
     return call_id, as_text(content)
+
+
+CLAUDE_CODE_TOOL_SPAN = "claude_code.tool"
+CLAUDE_CODE_OUTPUT_EVENT = "tool.output"
+
+
+def _claude_code(span: SourceSpan) -> ToolOutput:
+    """Claude Code's ``claude_code.tool`` span: the output in its ``tool.output`` event
+    (``output``), present only with tool content on, cut at 60 KB by default."""
+    attrs = span.attributes
+    call_id = _str(attrs.get(sc.TOOL_CALL_ID)) or _str(attrs.get("tool_use_id"))
+    name = _str(attrs.get(sc.TOOL_NAME)) or _str(attrs.get("tool_name"))
+    event = next((e for e in span.events if e.name == CLAUDE_CODE_OUTPUT_EVENT), None)
+    output = event.attributes.get("output") if event is not None else None
+    if not isinstance(output, str):
+        cut = (
+            None
+            if span.failed
+            else f"the span has no tool.output event: {cuts.CLAUDE_CODE_OUTPUT_FIX}"
+        )
+        return ToolOutput(call_id, name, None, None, cut, sc.SOURCE_CLAUDE_CODE)
+    cut = None
+    if len(output) >= cuts.CLAUDE_CODE_CONTENT_MAX:
+        cut = (
+            f"the tool.output event holds {len(output):,} chars, at Claude Code's limit "
+            "(CLAUDE_CODE_OTEL_CONTENT_MAX_LENGTH, 60 KB by default): raise it"
+        )
+    return ToolOutput(call_id, name, None, output, cut, sc.SOURCE_CLAUDE_CODE)
 
 
 def _traceloop(span: SourceSpan) -> ToolOutput:
