@@ -6,7 +6,6 @@ up: its log events are stored by their ids, and its spans give no false loss."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from ctxledger_collector.storage.log_table import LOG_RECORDS
 from tests.collector.live_collector import LiveCollector
 
 from .cached_installs import installed_node_modules
+from .claude_code_telemetry import telemetry_env
 from .helpers import REPO_ROOT
 
 PROJECT = REPO_ROOT / "tests" / "e2e" / "claude_code"
@@ -45,26 +45,6 @@ def claude() -> Path:
     return _binary(installed_node_modules(PROJECT))
 
 
-def _telemetry_env(collector_url: str, provider_url: str, home: Path) -> dict[str, str]:
-    return {
-        **os.environ,
-        "HOME": str(home),
-        "ANTHROPIC_BASE_URL": provider_url,
-        "ANTHROPIC_API_KEY": "sk-stand-in",
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-        "CLAUDE_CODE_ENABLE_TELEMETRY": "1",
-        "CLAUDE_CODE_ENHANCED_TELEMETRY_BETA": "1",
-        "OTEL_LOGS_EXPORTER": "otlp",
-        "OTEL_TRACES_EXPORTER": "otlp",
-        "OTEL_METRICS_EXPORTER": "none",
-        "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
-        "OTEL_EXPORTER_OTLP_ENDPOINT": collector_url,
-        "OTEL_LOG_TOOL_DETAILS": "1",
-        "OTEL_LOG_TOOL_CONTENT": "1",
-        "OTEL_LOG_RAW_API_BODIES": "1",
-    }
-
-
 @pytest.mark.slow
 def test_claude_codes_own_telemetry_reaches_the_collector(claude: Path, tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'ctxledger.db'}"
@@ -81,7 +61,7 @@ def test_claude_codes_own_telemetry_reaches_the_collector(claude: Path, tmp_path
         done = subprocess.run(
             [str(claude), "-p", "Print the numbers 1 to 3000 with Bash and tell me the range.",
              "--allowedTools", "Bash", "--model", "claude-sonnet-4-6"],
-            cwd=home, env=_telemetry_env(collector.url, stand_in.url, home),
+            cwd=home, env=telemetry_env(collector.url, stand_in.url, home),
             capture_output=True, text=True, timeout=180,
         )  # fmt: skip
         assert done.returncode == 0, done.stdout + done.stderr

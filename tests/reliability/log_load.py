@@ -4,11 +4,8 @@ stored, as id sets."""
 
 from __future__ import annotations
 
-import itertools
-import threading
 import time
 import uuid
-from dataclasses import dataclass, field
 
 from opentelemetry._logs import LogRecord
 from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
@@ -19,6 +16,7 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from sqlalchemy import create_engine, select
 
 from ctxledger_collector.storage.log_table import LOG_RECORDS
+from tests.reliability.kit import Load
 
 RESOURCE = Resource({"service.name": "claude-code"})
 SCOPE = InstrumentationScope("com.anthropic.claude_code.events")
@@ -49,34 +47,14 @@ def log_batch(size: int) -> tuple[list[ReadableLogRecord], set[str]]:
     return records, set(calls)
 
 
-@dataclass
-class LogLoad:
-    """Sends batches of ``records`` from ``senders`` threads until stopped."""
-
-    endpoint: str
-    records: int = 20
-    senders: int = 1
-    pause_s: float = 0.2
-    acked: set[str] = field(default_factory=set)
-    failed: set[str] = field(default_factory=set)
-    exports: int = 0
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-    _threads: list[threading.Thread] = field(default_factory=list)
-
-    def start(self) -> LogLoad:
-        for _ in range(self.senders):
-            thread = threading.Thread(target=self._send, daemon=True)
-            thread.start()
-            self._threads.append(thread)
-        return self
+class LogLoad(Load):
+    """:class:`Load` of log records: each export is ``journeys`` records, sent with the
+    stock log exporter; ``acked`` and ``failed`` hold their call ids."""
 
     def _send(self) -> None:
-        exporter = OTLPLogExporter(endpoint=self.endpoint + "/v1/logs", timeout=30)
-        for _ in itertools.count():
-            if self._stop.is_set():
-                break
-            batch, calls = log_batch(self.records)
+        exporter = OTLPLogExporter(endpoint=self.endpoint + "/v1/logs", timeout=self.timeout_s)
+        while not self._stop.is_set():
+            batch, calls = log_batch(self.journeys)
             result = exporter.export(batch)
             with self._lock:
                 self.exports += 1
@@ -84,18 +62,6 @@ class LogLoad:
                 (self.acked if ok else self.failed).update(calls)
             self._stop.wait(self.pause_s)
         exporter.shutdown()
-
-    def wait_for_exports(self, count: int, timeout_s: float = 60.0) -> None:
-        deadline = time.monotonic() + timeout_s
-        while self.exports < count:
-            assert time.monotonic() < deadline, f"only {self.exports} exports in {timeout_s} s"
-            time.sleep(0.05)
-
-    def stop(self, timeout_s: float = 120.0) -> None:
-        self._stop.set()
-        for thread in self._threads:
-            thread.join(timeout_s)
-            assert not thread.is_alive(), "an exporter never returned"
 
 
 def stored_call_ids(database_url: str) -> set[str]:

@@ -28,7 +28,7 @@ def test_postgres_stopped_30_s_loses_no_acknowledged_log_record(tmp_path: Path) 
             ready_min_free_bytes=0,
         )
         with LiveCollector(settings) as collector:
-            load = LogLoad(collector.url, records=25, senders=2, pause_s=0.5).start()
+            load = LogLoad(collector.url, journeys=25, senders=2, pause_s=0.5).start()
             load.wait_for_exports(4)
             server.stop()
             stopped = time.monotonic()

@@ -1,7 +1,7 @@
 """Record what real Claude Code exports over OTLP in one print-mode run against the
 provider stand-in, for the tests that read its log events.
 
-    .venv/bin/python tests/collector/log_recordings/record_claude_code.py --claude PATH
+    .venv/bin/python -m tests.collector.log_recordings.record_claude_code --claude PATH
 
 ``PATH`` is the Claude Code binary (``npm install @anthropic-ai/claude-code@2.1.332``
 puts it at ``node_modules/@anthropic-ai/claude-code-linux-x64/claude``). The stand-in
@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import gzip
 import http.server
-import os
 import subprocess
 import sys
 import tempfile
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+from tests.e2e.claude_code_telemetry import telemetry_env
 
 from ctxledger_cli.provider import ProviderStandIn, ToolCall
 
@@ -72,23 +72,8 @@ def main() -> int:
         "The numbers go from 1 to 3000.",
     ]
     with ProviderStandIn(script=script) as stand_in, tempfile.TemporaryDirectory() as home:
-        env = {
-            **os.environ,
-            "HOME": home,
-            "ANTHROPIC_BASE_URL": stand_in.url,
-            "ANTHROPIC_API_KEY": "sk-stand-in",
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-            "CLAUDE_CODE_ENABLE_TELEMETRY": "1",
-            "CLAUDE_CODE_ENHANCED_TELEMETRY_BETA": "1",
-            "OTEL_LOGS_EXPORTER": "otlp",
-            "OTEL_TRACES_EXPORTER": "otlp",
-            "OTEL_METRICS_EXPORTER": "none",
-            "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
-            "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{receiver.server_port}",
-            "OTEL_LOG_TOOL_DETAILS": "1",
-            "OTEL_LOG_TOOL_CONTENT": "1",
-            "OTEL_LOG_RAW_API_BODIES": "1",
-        }
+        endpoint = f"http://127.0.0.1:{receiver.server_port}"
+        env = telemetry_env(endpoint, stand_in.url, Path(home))
         done = subprocess.run(
             [str(args.claude), "-p", "Print the numbers 1 to 3000 with Bash and tell me the "
              "range.", "--allowedTools", "Bash", "--model", "claude-sonnet-4-6"],
