@@ -15,11 +15,10 @@ import httpx2
 import openai
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from tests.sdk.received_kit import memory_sdk, received_spans
+from tests.sdk.received_kit import received_spans
 
 import ctxledger
 from ctxledger import semconv as sc
-from ctxledger._client import Client
 from ctxledger_cli.provider import ProviderStandIn
 
 MODEL = "gpt-4o"
@@ -56,14 +55,6 @@ ANTHROPIC: list[dict[str, Any]] = [
         ],
     },
 ]
-
-
-@pytest.fixture
-def exporter() -> Iterator[InMemorySpanExporter]:
-    exporter = InMemorySpanExporter()
-    client: Client = memory_sdk(exporter)
-    yield exporter
-    client.shutdown()
 
 
 @pytest.fixture

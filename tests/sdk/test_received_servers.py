@@ -8,7 +8,6 @@ A bad answer gives a span with the reason and no count, and never raises into th
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import anthropic
@@ -17,7 +16,7 @@ import httpx2
 import ollama
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from tests.sdk.received_kit import Answer, CannedServer, memory_sdk, received_spans
+from tests.sdk.received_kit import Answer, CannedServer, received_spans
 
 import ctxledger
 from ctxledger import semconv as sc
@@ -32,14 +31,6 @@ OLLAMA_MESSAGES: list[dict[str, Any]] = [
     {"role": "tool", "content": RECORDS},
     {"role": "user", "content": "Summarise them."},
 ]  # fmt: skip
-
-
-@pytest.fixture
-def exporter() -> Iterator[InMemorySpanExporter]:
-    exporter = InMemorySpanExporter()
-    client = memory_sdk(exporter)
-    yield exporter
-    client.shutdown()
 
 
 def _http() -> httpx2.Client:

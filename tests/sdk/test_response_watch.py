@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import gc
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import httpx2
-import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from tests.sdk.received_kit import Answer, CannedServer, memory_sdk, received_spans
+from tests.sdk.received_kit import Answer, CannedServer, received_spans
 
 import ctxledger
 from ctxledger import semconv as sc
@@ -58,14 +56,6 @@ def anthropic_stream(frames: int, input_tokens: int) -> list[bytes]:
         event("message_delta", end),
         event("message_stop", {"type": "message_stop"}),
     ]
-
-
-@pytest.fixture
-def exporter() -> Iterator[InMemorySpanExporter]:
-    exporter = InMemorySpanExporter()
-    client = memory_sdk(exporter)
-    yield exporter
-    client.shutdown()
 
 
 def read_stream(
