@@ -286,12 +286,12 @@ def _store_log_records(state: AppState, batch: DecodedBatch) -> DecodedBatch:
     """Store the batch's log records in one transaction; if the database refuses it,
     record by record so that only the records it refuses are rejected."""
     try:
-        store_log_records(state.engine, batch.log_records)
+        store_log_records(state.engine, batch.log_records, writer=state.store.writer)
     except StatementError as error:
         if is_storage_outage(error):
             raise
         logger.warning("ctxledger collector: log records refused (%s); isolating", error)
-        refused = store_log_records_each(state.engine, batch.log_records)
+        refused = store_log_records_each(state.engine, batch.log_records, writer=state.store.writer)
         return replace(batch, rejected=[*batch.rejected, *refused])
     state.readiness.note_commit()
     return batch

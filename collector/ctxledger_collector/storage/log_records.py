@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 import orjson
@@ -41,29 +42,36 @@ def _row(record: DecodedLogRecord, now: float) -> dict[str, Any]:
 
 
 def store_log_records(
-    engine: Engine, records: Sequence[DecodedLogRecord], now: float | None = None
+    engine: Engine,
+    records: Sequence[DecodedLogRecord],
+    now: float | None = None,
+    writer: AbstractContextManager[Any] | None = None,
 ) -> None:
-    """Store ``records`` in one transaction (a StatementError when the database refuses
-    it: an outage, or a record it cannot hold)."""
+    """Store ``records`` in one transaction, holding ``writer`` (the store's SQLite writer
+    lock, which span ingest holds too); a StatementError when the database refuses it (an
+    outage, or a record it cannot hold)."""
     if not records:
         return
     moment = time.time() if now is None else now
     rows = list({r.key: _row(r, moment) for r in records}.values())
     insert = postgresql.insert if engine.dialect.name == "postgresql" else sqlite.insert
     statement = insert(LOG_RECORDS).on_conflict_do_nothing(index_elements=["record_key"])
-    with engine.begin() as connection:
+    with writer or nullcontext(), engine.begin() as connection:
         connection.execute(statement, rows)
 
 
 def store_log_records_each(
-    engine: Engine, records: Sequence[DecodedLogRecord], now: float | None = None
+    engine: Engine,
+    records: Sequence[DecodedLogRecord],
+    now: float | None = None,
+    writer: AbstractContextManager[Any] | None = None,
 ) -> list[Rejection]:
     """Store ``records`` one by one; those the database refuses are returned as
     rejections (an outage still raises)."""
     rejected: list[Rejection] = []
     for record in records:
         try:
-            store_log_records(engine, [record], now)
+            store_log_records(engine, [record], now, writer)
         except StatementError as error:
             if is_storage_outage(error):
                 raise
