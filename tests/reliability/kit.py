@@ -29,6 +29,7 @@ from sqlalchemy import create_engine
 
 from ctxledger import semconv as sc
 from ctxledger.verdicts.duplicates import span_id_of
+from ctxledger_collector.ops.settings import Settings
 from tests.collector import otlp_payloads as op
 from tests.collector.live_collector import free_port
 from tests.e2e.helpers import subprocess_env
@@ -201,3 +202,14 @@ class ServeProcess:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait(10)
+
+
+def spooling_settings(database_url: str, spool_dir: Path) -> Settings:
+    """A collector that spools what the database cannot take, its readiness read fresh."""
+    return Settings(
+        database_url=database_url,
+        sweep_interval_s=3600,
+        ingest_spool_dir=str(spool_dir),
+        ready_cache_s=0,
+        ready_min_free_bytes=0,
+    )

@@ -7,10 +7,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from ctxledger_collector.ops.settings import Settings
 from ctxledger_collector.storage.migrate import upgrade
 from tests.collector.live_collector import LiveCollector
-from tests.reliability.kit import metric, wait_until
+from tests.reliability.kit import metric, spooling_settings, wait_until
 from tests.reliability.log_load import LogLoad, stored_call_ids
 from tests.reliability.private_postgres import private_postgres
 
@@ -20,13 +19,7 @@ OUTAGE_S = 30.0
 def test_postgres_stopped_30_s_loses_no_acknowledged_log_record(tmp_path: Path) -> None:
     with private_postgres() as server:
         upgrade(server.url)
-        settings = Settings(
-            database_url=server.url,
-            sweep_interval_s=3600,
-            ingest_spool_dir=str(tmp_path / "spool"),
-            ready_cache_s=0,
-            ready_min_free_bytes=0,
-        )
+        settings = spooling_settings(server.url, tmp_path / "spool")
         with LiveCollector(settings) as collector:
             load = LogLoad(collector.url, journeys=25, senders=2, pause_s=0.5).start()
             load.wait_for_exports(4)

@@ -10,23 +10,23 @@ from pathlib import Path
 
 import httpx
 
-from ctxledger_collector.ops.settings import Settings
 from ctxledger_collector.storage.migrate import upgrade
 from tests.collector.live_collector import LiveCollector
-from tests.reliability.kit import Load, ServeProcess, metric, stored_span_ids, wait_until
+from tests.reliability.kit import (
+    Load,
+    ServeProcess,
+    metric,
+    spooling_settings,
+    stored_span_ids,
+    wait_until,
+)
 from tests.reliability.private_postgres import private_postgres
 
 
 def test_a_long_outage_loses_nothing_and_a_restart_replays_the_spool(tmp_path: Path) -> None:
     with private_postgres() as server:
         upgrade(server.url)
-        settings = Settings(
-            database_url=server.url,
-            sweep_interval_s=3600,
-            ingest_spool_dir=str(tmp_path / "spool"),
-            ready_cache_s=0,
-            ready_min_free_bytes=0,
-        )
+        settings = spooling_settings(server.url, tmp_path / "spool")
         with LiveCollector(settings) as first:
             load = Load(first.url, journeys=4, senders=1, pause_s=1.0).start()
             load.wait_for_exports(2)
