@@ -49,6 +49,14 @@ DEFAULT_MARKERS: tuple[Marker, ...] = (
     ),
     Marker("truncated_zh", r"已截断|已省略|截断(?:提示|标记)|内容过长.{0,6}省略", ("截断", "省略")),
     Marker("spilled_zh", r"已存外部|完整结果见引用", ("已存外部", "完整结果见引用")),
+    # Claude Code's own reductions: a long output saved to a file with a preview kept, an
+    # old result cleared from the context.
+    Marker("persisted_output", r"<persisted-output>", ("<persisted-output>",)),
+    Marker(
+        "cleared_tool_result",
+        r"\[Old tool result content cleared\]",
+        ("old tool result content cleared",),
+    ),
     # "truncated" rather than '"truncated"': the scanner then tests one needle fewer.
     Marker("json_truncated_flag", r'"truncated"\s*:\s*true', ("truncated",)),
 )

@@ -1,12 +1,14 @@
 """Real Claude Code (npm ``@anthropic-ai/claude-code`` 2.1.332, installed by the test into a
 cached ``node_modules``) in print mode against the provider stand-in, exporting its own
 telemetry over OTLP (logs and traces) to a real collector, as a new user would set it
-up: its log events are stored by their ids, and its spans give no false loss."""
+up: its log events are stored by their ids, and each tool result is judged from its
+spans and its request bodies, no SDK."""
 
 from __future__ import annotations
 
 import json
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +16,6 @@ import httpx
 import pytest
 from sqlalchemy import select
 
-from ctxledger.verdicts import LOSING_VERDICTS
 from ctxledger_cli.provider import ProviderStandIn, ToolCall
 from ctxledger_collector.ops.settings import Settings
 from ctxledger_collector.storage.database import make_engine
@@ -45,47 +46,114 @@ def claude() -> Path:
     return _binary(installed_node_modules(PROJECT))
 
 
-@pytest.mark.slow
-def test_claude_codes_own_telemetry_reaches_the_collector(claude: Path, tmp_path: Path) -> None:
+@dataclass
+class Session:
+    """What one ``claude -p`` run left in the collector: each call's reports (one per
+    request that carried its result, or one without a request) and the log records."""
+
+    stdout: str
+    reports: dict[str, list[dict[str, Any]]]
+    log_rows: list[Any]
+
+
+def _run(claude: Path, tmp_path: Path, script: list[ToolCall | str], **env: str) -> Session:
     url = f"sqlite:///{tmp_path / 'ctxledger.db'}"
-    script = [
-        ToolCall("Bash", {"command": "seq 1 3000", "description": "Print numbers"}, CALL_ID),
-        "The numbers go from 1 to 3000.",
-    ]
     home = tmp_path / "home"
-    home.mkdir()
+    home.mkdir(parents=True)
+    calls = [step.id for step in script if isinstance(step, ToolCall)]
     with (
         LiveCollector(Settings(database_url=url, auto_migrate=True)) as collector,
         ProviderStandIn(script=script) as stand_in,
     ):
         done = subprocess.run(
-            [str(claude), "-p", "Print the numbers 1 to 3000 with Bash and tell me the range.",
+            [str(claude), "-p", "Run the commands with Bash and tell me what they printed.",
              "--allowedTools", "Bash", "--model", "claude-sonnet-4-6"],
-            cwd=home, env=telemetry_env(collector.url, stand_in.url, home),
+            cwd=home, env={**telemetry_env(collector.url, stand_in.url, home), **env},
             capture_output=True, text=True, timeout=180,
         )  # fmt: skip
         assert done.returncode == 0, done.stdout + done.stderr
-        assert "1 to 3000" in done.stdout
-        reports = httpx.get(
-            f"{collector.url}/api/v1/reports", params={"tool_call_id": CALL_ID}
-        ).json()["reports"]
-
+        reports = {
+            str(call): httpx.get(
+                f"{collector.url}/api/v1/reports", params={"tool_call_id": call}
+            ).json()["reports"]
+            for call in calls
+        }
     engine = make_engine(url)
     with engine.connect() as connection:
         rows = list(connection.execute(select(LOG_RECORDS)))
     engine.dispose()
+    return Session(done.stdout, reports, rows)
+
+
+def _bash(command: str, call_id: str) -> ToolCall:
+    return ToolCall("Bash", {"command": command, "description": "Run"}, call_id)
+
+
+def _verdicts(reports: list[dict[str, Any]]) -> list[str]:
+    """A call's verdicts, request by request (the journey without a request last)."""
+    ordered = sorted(reports, key=lambda r: (r["request_id"] is None, r.get("step") or 0))
+    return [r["verdict"] for r in ordered]
+
+
+@pytest.mark.slow
+def test_a_whole_bash_result_is_intact_from_claude_codes_own_telemetry(
+    claude: Path, tmp_path: Path
+) -> None:
+    """The tool's output on its span, the request that carried it in a log event: one
+    journey in the session's run, the same text at both stages."""
+    session = _run(claude, tmp_path, [_bash("seq 1 3000", CALL_ID), "1 to 3000."])
+    (report,) = session.reports[CALL_ID]
+    assert report["verdict"] == "intact", report
+    assert report["source"] == "claude_code"
+    assert {s["stage"] for s in report["stages"]} == {"original", "llm_input"}
     by_event: dict[str, list[Any]] = {}
-    for row in rows:
+    for row in session.log_rows:
         by_event.setdefault(row.event_name, []).append(row)
     (result,) = by_event["claude_code.tool_result"]
-    numbers = json.loads(result.numbers)
     assert result.call_id == CALL_ID
-    assert numbers["tool_result_size_bytes"] == len(OUTPUT.encode())
+    assert json.loads(result.numbers)["tool_result_size_bytes"] == len(OUTPUT.encode())
     # Two requests: the question, then the question with the tool's result.
     assert len(by_event["claude_code.api_request_body"]) == 2
     assert len(by_event["claude_code.api_request"]) == 2
-    sessions = {row.session_id for row in rows}
+    sessions = {row.session_id for row in session.log_rows}
     assert len(sessions) == 1 and None not in sessions
-    # Its spans alone cannot show the result's journey yet: never a false loss.
-    assert reports, "the tool span's journey"
-    assert not {r["verdict"] for r in reports} & set(LOSING_VERDICTS), reports
+    assert report["trace_id"] == next(iter(sessions)).replace("-", "")
+
+
+@pytest.mark.slow
+def test_a_persisted_output_preview_is_declared(claude: Path, tmp_path: Path) -> None:
+    """Claude Code saves a long Bash output to a file and sends the model a 2 KB preview
+    that says so: declared, with the preview's size as what was kept."""
+    session = _run(claude, tmp_path, [_bash("seq 1 30000", CALL_ID), "1 to 30000."])
+    (report,) = session.reports[CALL_ID]
+    assert report["verdict"] == "declared", report
+    sent = [s for s in report["stages"] if s["stage"] == "llm_input"]
+    assert sent and sent[0]["chars"] < 3_000
+    assert "persisted_output" in sent[0]["markers_found"]
+
+
+@pytest.mark.slow
+def test_a_request_body_cut_at_60_kb_is_judged_as_far_as_it_goes(
+    claude: Path, tmp_path: Path
+) -> None:
+    """Two results of 28 KB: the third request's body is over the 60 KB Claude Code logs
+    inline. The first result, inside the prefix, is judged; the second, beyond it, is
+    unauditable with the setting named. Raising it makes both judged."""
+    first, second = f"{CALL_ID}_a", f"{CALL_ID}_b"
+    script: list[ToolCall | str] = [
+        _bash("seq 1 5800", first),
+        _bash("seq 2 5801", second),
+        "Done.",
+    ]
+    cut = _run(claude, tmp_path / "cut", script)
+    assert _verdicts(cut.reports[first]) == ["intact", "intact"], json.dumps(
+        cut.reports[first], indent=1
+    )
+    verdicts = _verdicts(cut.reports[second])
+    assert verdicts == ["unauditable"], cut.reports[second]
+    notes = " ".join(cut.reports[second][0]["notes"])
+    assert "CLAUDE_CODE_OTEL_CONTENT_MAX_LENGTH" in notes, notes
+
+    whole = _run(claude, tmp_path / "whole", script, CLAUDE_CODE_OTEL_CONTENT_MAX_LENGTH="400000")
+    assert _verdicts(whole.reports[first]) == ["intact", "intact"], whole.reports[first]
+    assert _verdicts(whole.reports[second]) == ["intact"], whole.reports[second]

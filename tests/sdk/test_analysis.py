@@ -101,6 +101,12 @@ def test_must_keep_predicate_counts_priority_items_and_survives_errors():
         ('{"truncated": true, "kept_rows": 12, "items": []}', "json_truncated_flag"),
         ("line 1\n[... 1,200 more lines]", "omitted_en"),
         ("first rows\n(output truncated)", "truncated_en"),
+        (
+            "<persisted-output>\nOutput too large (164.9KB). Full output saved to: /t/x.txt\n\n"
+            "Preview (first 2KB):\n1\n2\n...\n</persisted-output>",
+            "persisted_output",
+        ),
+        ("[Old tool result content cleared]", "cleared_tool_result"),
     ],
 )
 def test_known_markers_are_found(text, marker):

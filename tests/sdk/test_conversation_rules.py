@@ -87,3 +87,38 @@ def test_a_call_issued_by_a_response_and_never_answered_is_orphaned_in_the_next_
     first = request("r1", 1, issued_calls=("call_a",))
     second = request("r2", 2, step=2, tool_call_ids=(), tool_calls=("call_a",))
     assert verdicts([], [first, second]) == {("call_a", "r2"): sc.VERDICT_ORPHANED}
+
+
+def test_a_request_the_telemetry_showed_in_part_proves_the_results_it_shows():
+    """A request body cut after the first result (Claude Code logs 60 KB inline): the
+    result inside the prefix is judged, the call whose result lies beyond is unauditable,
+    never dropped."""
+    first = request("r1", 1, issued_calls=("call_a", "call_b"))
+    cut = "the request body was cut at 60KB; the messages after the first 3 were not seen"
+    partial = request("r2", 2, step=None, tool_call_ids=("call_a",),
+                      tool_calls=("call_a", "call_b"), telemetry_cut=cut)  # fmt: skip
+    ms = [original("call_a"), carried("call_a", "r2"), original("call_b")]
+    found = verdicts(ms, [first, partial])
+    assert found == {
+        ("call_a", "r2"): sc.VERDICT_INTACT,
+        ("call_b", "r2"): sc.VERDICT_UNAUDITABLE,
+    }
+    lost_in_prefix = [original("call_a"), carried("call_a", "r2", chars=100), original("call_b")]
+    assert verdicts(lost_in_prefix, [first, partial])[("call_a", "r2")] == sc.VERDICT_SILENT
+
+
+def test_a_reduction_the_model_is_told_of_is_declared_though_the_telemetry_cut_before_it():
+    """Claude Code's tool.output holds only the first 30,000 chars of a long Bash output;
+    the request carries a <persisted-output> preview that tells the model so: declared,
+    how much went unknown. Without the marker the cut leaves the journey unauditable."""
+    follows = request("r2", 2, step=2, tool_call_ids=("call_a",), tool_calls=("call_a",))
+    first = request("r1", 1, issued_calls=("call_a",))
+    cut = "the tool.output event holds the first 30,000 chars"
+    told = [original("call_a", chars=30_000, telemetry_cut=cut),
+            carried("call_a", "r2", chars=2_400, markers_found=("persisted_output",))]  # fmt: skip
+    (report,) = judge_trace(told, [first, follows])
+    assert report.verdict == sc.VERDICT_DECLARED
+    assert any("cut by the telemetry" in note for note in report.notes)
+    untold = [original("call_a", chars=30_000, telemetry_cut=cut),
+              carried("call_a", "r2", chars=2_400)]  # fmt: skip
+    assert verdicts(untold, [first, follows]) == {("call_a", "r2"): sc.VERDICT_UNAUDITABLE}

@@ -1,7 +1,7 @@
 """Derive stage measurements and manifests from spans that never met the ctxledger SDK:
 OpenTelemetry GenAI inference and ``execute_tool`` spans (and the older forms real
 packages emit), OpenInference ``LLM`` and ``TOOL`` spans, the Vercel AI SDK's ``ai.*``
-spans. Pure: a span in, rule records
+spans; and runtimes' log events (Claude Code's request bodies). Pure: a span in, rule records
 out, the message content parsed in memory and dropped (kept only when the operator opts
 in). The rules (:mod:`ctxledger.verdicts`) then judge them as they judge the SDK's.
 
@@ -18,6 +18,8 @@ from ctxledger.verdicts import Manifest
 from ctxledger.verdicts.model import ReceivedRecord
 from ctxledger_collector.decoded.batch import DerivedStage, IssuedCall, UnmatchedTool
 from ctxledger_collector.derive import cuts
+from ctxledger_collector.derive.claude_code import keyed_by_session
+from ctxledger_collector.derive.claude_code_logs import LogEvent, request_body_records
 from ctxledger_collector.derive.genai_exchange import read_genai
 from ctxledger_collector.derive.indexed_exchange import (
     has_openllmetry_prompts,
@@ -33,8 +35,10 @@ from ctxledger_collector.derive.vercel_ai import is_model_call, read_vercel_ai
 
 __all__ = [
     "Derived",
+    "LogEvent",
     "SourceSpan",
     "SpanEvent",
+    "derive_log_event",
     "derive_span",
     "may_derive",
 ]
@@ -94,6 +98,7 @@ def _exchange(span: SourceSpan) -> tuple[Exchange, str, str | None] | None:
 def derive_span(span: SourceSpan, keep_content: bool = False) -> Derived | None:
     """The records one span gives, or None when it shows nothing derivation reads (no
     inference or tool span, or one without content and no sign of where it went)."""
+    span = keyed_by_session(span)
     output = read_tool_output(span)
     if output is not None:
         record = tool_record(span, output, keep_content)
@@ -111,3 +116,12 @@ def derive_span(span: SourceSpan, keep_content: bool = False) -> Derived | None:
     manifest, stages, issued = request_records(span, exchange, source, model, keep_content)
     received = received_record(span, exchange, model, manifest)
     return Derived(stages=stages, manifest=manifest, received=received, issued=issued)
+
+
+def derive_log_event(event: LogEvent, keep_content: bool = False) -> Derived | None:
+    """The records one runtime log event gives (Claude Code's request bodies), or None."""
+    found = request_body_records(event, keep_content)
+    if found is None:
+        return None
+    manifest, stages, issued = found
+    return Derived(stages=stages, manifest=manifest, issued=issued)

@@ -107,11 +107,9 @@ CLAUDE_CODE_OUTPUT_FIX = (
 )
 CLAUDE_CODE_MESSAGES_FIX = (
     "Claude Code's llm_request spans never carry the messages; the request as sent is in "
-    "its claude_code.api_request_body log events (OTEL_LOG_RAW_API_BODIES=1, exported to "
-    "/v1/logs), from which the collector does not derive stages yet"
+    "its claude_code.api_request_body log events: set OTEL_LOG_RAW_API_BODIES=1 and "
+    "OTEL_LOGS_EXPORTER=otlp, exporting logs to the collector's /v1/logs"
 )
-#: Claude Code cuts a tool.output event at CLAUDE_CODE_OTEL_CONTENT_MAX_LENGTH (60 KB).
-CLAUDE_CODE_CONTENT_MAX = 60_000
 #: The tracer name pydantic-ai's instrumentation (and Logfire's) uses.
 PYDANTIC_AI_SCOPE = "pydantic-ai"
 _OPENLLMETRY_SIGNS = ("gen_ai.is_streaming", "llm.is_streaming", "llm.request.type")

@@ -118,10 +118,10 @@ def chat_message(raw: dict[str, Any], role: str | None = None) -> Message:
     calls = raw.get("tool_calls")
     if role == "tool":
         call_id = raw.get("tool_call_id") or raw.get("id")
-        message.results.append(ToolResult(_id(call_id), _content_text(content)))
+        message.results.append(ToolResult(_id(call_id), content_text(content)))
         return message
     if content not in (None, ""):
-        message.texts.append(_content_text(content))
+        message.texts.append(content_text(content))
     for call in calls if isinstance(calls, list) else ():
         if isinstance(call, dict):
             function = _mapping(call.get("function"))
@@ -135,7 +135,7 @@ def chat_message(raw: dict[str, Any], role: str | None = None) -> Message:
     return message
 
 
-def _content_text(content: Any) -> str:
+def content_text(content: Any) -> str:
     """A content that may be a list of ``{"type": "text", "text"}`` blocks."""
     if isinstance(content, list) and all(isinstance(b, dict) for b in content):
         texts = [b.get("text") for b in content if isinstance(b.get("text"), str)]

@@ -9,7 +9,7 @@ from typing import Any
 
 from ctxledger import semconv as sc
 from ctxledger.text import canonical_json
-from ctxledger_collector.derive import cuts
+from ctxledger_collector.derive import claude_code, cuts
 from ctxledger_collector.derive.messages import as_text, parse_json
 from ctxledger_collector.derive.spans import SourceSpan
 
@@ -138,7 +138,8 @@ CLAUDE_CODE_OUTPUT_EVENT = "tool.output"
 
 def _claude_code(span: SourceSpan) -> ToolOutput:
     """Claude Code's ``claude_code.tool`` span: the output in its ``tool.output`` event
-    (``output``), present only with tool content on, cut at 60 KB by default."""
+    (``output``), present only with tool content on, cut at 60 KB by default (and a Bash
+    output at the 30,000 chars Claude Code keeps of it)."""
     attrs = span.attributes
     call_id = _str(attrs.get(sc.TOOL_CALL_ID)) or _str(attrs.get("tool_use_id"))
     name = _str(attrs.get(sc.TOOL_NAME)) or _str(attrs.get("tool_name"))
@@ -151,12 +152,8 @@ def _claude_code(span: SourceSpan) -> ToolOutput:
             else f"the span has no tool.output event: {cuts.CLAUDE_CODE_OUTPUT_FIX}"
         )
         return ToolOutput(call_id, name, None, None, cut, sc.SOURCE_CLAUDE_CODE)
-    cut = None
-    if len(output) >= cuts.CLAUDE_CODE_CONTENT_MAX:
-        cut = (
-            f"the tool.output event holds {len(output):,} chars, at Claude Code's limit "
-            "(CLAUDE_CODE_OTEL_CONTENT_MAX_LENGTH, 60 KB by default): raise it"
-        )
+    output, cut = claude_code.telemetry_cut(output, "the tool.output event")
+    cut = cut or claude_code.bash_read_back_cut(name, output)
     return ToolOutput(call_id, name, None, output, cut, sc.SOURCE_CLAUDE_CODE)
 
 

@@ -126,6 +126,11 @@ def _body_text(body: Any) -> str | None:
     return orjson.dumps(body, default=repr).decode("utf-8")
 
 
+def record_text(raw: RawLogRecord, name: str) -> str | None:
+    """What the record carries, as text (in memory: stored only with content opted in)."""
+    return _body_text(_content(raw, name))
+
+
 def _truncated(attrs: dict[str, Any]) -> bool:
     return any(
         _scalar(value) is True for name, value in attrs.items() if name.endswith("truncated")
@@ -184,7 +189,7 @@ def decoded_log_record(raw: RawLogRecord, keep_content: bool) -> DecodedLogRecor
     if not is_audited(name):
         return None
     attrs = raw.attributes
-    text = _body_text(_content(raw, name))
+    text = record_text(raw, name)
     encoded = text.encode("utf-8", "surrogatepass") if text is not None else None
     return DecodedLogRecord(
         key=_key(raw, name, text),

@@ -33,10 +33,21 @@ from ctxledger.wire_received import (
     stored_attributes,
 )
 from ctxledger_collector.decoded import rejection_codes as codes
-from ctxledger_collector.decoded.batch import DecodedBatch, DecodedManifest, DecodedMeasurement
+from ctxledger_collector.decoded.batch import (
+    DecodedBatch,
+    DecodedLogRecord,
+    DecodedManifest,
+    DecodedMeasurement,
+)
 from ctxledger_collector.decoded.rejection_codes import Rejection
-from ctxledger_collector.derive import derive_span, may_derive
-from ctxledger_collector.ingest.audited_logs import decoded_log_record
+from ctxledger_collector.derive import (
+    Derived,
+    LogEvent,
+    derive_log_event,
+    derive_span,
+    may_derive,
+)
+from ctxledger_collector.ingest.audited_logs import decoded_log_record, record_text
 from ctxledger_collector.ingest.otlp_json import json_spans
 from ctxledger_collector.ingest.otlp_logs import RawLogRecord, json_log_records, proto_log_records
 from ctxledger_collector.ingest.otlp_proto import proto_spans
@@ -82,15 +93,19 @@ def _derive(span: RawSpan, batch: DecodedBatch, keep_content: bool) -> None:
         batch.ignored += 1
         return
     batch.derived += 1
+    _add_derived(derived, batch, span.service_name)
+
+
+def _add_derived(derived: Derived, batch: DecodedBatch, service: str | None) -> None:
     for stage in derived.stages:
         content = {sc.CONTENT_TEXT: stage.text[:_MAX_CONTENT]} if stage.text is not None else {}
-        batch.measurements.append(DecodedMeasurement(stage.measurement, content, span.service_name))
+        batch.measurements.append(DecodedMeasurement(stage.measurement, content, service))
     if derived.manifest is not None:
-        batch.manifests.append(DecodedManifest(derived.manifest, {}, span.service_name))
+        batch.manifests.append(DecodedManifest(derived.manifest, {}, service))
     if derived.received is not None:
         sent = {s.measurement.tool_call_id: s.measurement for s in derived.stages}
         summary = received_attributes(derived.received)
-        _add_received(batch, derived.received, summary, span.service_name, sent)
+        _add_received(batch, derived.received, summary, service, sent)
     batch.issued.extend(derived.issued)
     batch.unmatched.extend(derived.unmatched)
 
@@ -235,6 +250,25 @@ def _log_records(
     raise ValueError(f"unsupported content type {content_type!r}")
 
 
+def _derive_log(
+    raw: RawLogRecord, decoded: DecodedLogRecord, batch: DecodedBatch, keep_content: bool
+) -> None:
+    """The records a runtime's log event gives (its body read in memory, then dropped)."""
+    event = LogEvent(
+        event_name=decoded.event_name,
+        time_us=decoded.time_us,
+        attributes=raw.attributes,
+        text=record_text(raw, decoded.event_name),
+        truncated=decoded.truncated,
+        service_name=decoded.service_name,
+        scope_name=decoded.scope_name,
+    )
+    derived = derive_log_event(event, keep_content)
+    if derived is not None:
+        batch.derived += 1
+        _add_derived(derived, batch, decoded.service_name)
+
+
 def _log_chunks(
     records: Iterator[RawLogRecord | Rejection], chunk_records: int, keep_content: bool
 ) -> Iterator[DecodedBatch]:
@@ -248,6 +282,7 @@ def _log_chunks(
             batch.ignored += 1
             continue
         batch.log_records.append(decoded)
+        _derive_log(record, decoded, batch, keep_content)
         if len(batch.log_records) >= chunk_records:
             yield batch
             batch = DecodedBatch()

@@ -269,7 +269,9 @@ def _store(state: AppState, batch: DecodedBatch) -> DecodedBatch:
     """Store the batch in one transaction; if the database refuses part of it, store it
     span by span so that only the spans it refuses are rejected, with its reason."""
     if batch.log_records:
-        return _store_log_records(state, batch)
+        batch = _store_log_records(state, batch)
+        if not (batch.measurements or batch.manifests):
+            return batch
     try:
         outcome = state.store.ingest(batch)
     except StatementError as error:

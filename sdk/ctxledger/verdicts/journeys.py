@@ -30,7 +30,7 @@ from ctxledger import semconv
 from ctxledger.verdicts.call_origins import Origin, mentions
 from ctxledger.verdicts.evidence_gaps import tokens_not_comparable, waits_for_unseen
 from ctxledger.verdicts.model import Manifest, Measurement, Report, Tolerances, Transition
-from ctxledger.verdicts.transitions import compare, loss_verdict
+from ctxledger.verdicts.transitions import compare, loss_verdict, told_after_cut
 from ctxledger.verdicts.vocabulary import (
     LAYER_REQUEST,
     LAYER_TELEMETRY,
@@ -171,6 +171,9 @@ def _judge_journey(
     extra_lost_items = extra_lost_chars = extra_lost_tokens = 0
     last = stages[-1] if stages else None
 
+    told_later = {
+        id(before) for before, after in itertools.pairwise(stages) if told_after_cut(before, after)
+    }
     for m in stages:
         if not m.trusted:
             notes.append(
@@ -179,7 +182,9 @@ def _judge_journey(
             )
         if m.tokens_estimated:
             notes.append(f"stage {m.stage}: tokens estimated from a prefix (very large text)")
-        if m.telemetry_cut:
+        if m.telemetry_cut and id(m) in told_later:
+            notes.append(f"stage {m.stage} was cut by the telemetry: {m.telemetry_cut}")
+        elif m.telemetry_cut:
             findings.append((semconv.VERDICT_UNAUDITABLE, LAYER_TELEMETRY))
             notes.append(f"stage {m.stage} is not auditable: {m.telemetry_cut}")
         if m.received is not None and m.note:
@@ -196,7 +201,8 @@ def _judge_journey(
             f"request {unseen_request.request_id} is not auditable, and may have carried this "
             f"result: {unseen_request.telemetry_cut}"
         )
-    if manifest is not None and manifest.telemetry_cut:
+    if manifest is not None and manifest.telemetry_cut and call_id not in manifest.results:
+        # A request the telemetry showed only in part still proves the results it shows.
         findings.append((semconv.VERDICT_UNAUDITABLE, LAYER_TELEMETRY))
         notes.append(f"request {manifest.request_id} is not auditable: {manifest.telemetry_cut}")
     elif manifest is not None:

@@ -35,6 +35,15 @@ def compare(prev: Measurement, cur: Measurement, tolerances: Tolerances) -> Tran
     if same_content:
         return Transition(prev.stage, cur.stage, semconv.VERDICT_INTACT)
     cut = prev.telemetry_cut or cur.telemetry_cut
+    if cut and told_after_cut(prev, cur):
+        return Transition(
+            prev.stage,
+            cur.stage,
+            loss_verdict(cur),
+            reasons=(
+                f"{cur.stage} tells the model it holds a part; how much went is not known: {cut}",
+            ),
+        )
     if cut:  # the telemetry's own cut is not pipeline loss: the sizes cannot be compared
         return Transition(
             prev.stage, cur.stage, semconv.VERDICT_UNAUDITABLE, reasons=(f"not auditable: {cut}",)
@@ -138,6 +147,13 @@ def _server_read(prev: Measurement, cur: Measurement) -> Transition:
         lost_tokens=lost_tokens,
         reasons=(reason,),
     )
+
+
+def told_after_cut(prev: Measurement, cur: Measurement) -> bool:
+    """Whether ``cur`` tells the model it holds only part of a result whose earlier stage
+    the telemetry cut: the model is told whatever the cut hid, so the reduction is
+    declared, only its size unknown."""
+    return prev.telemetry_cut is not None and cur.telemetry_cut is None and cur.sees_marker
 
 
 def loss_verdict(stage: Measurement) -> str:
