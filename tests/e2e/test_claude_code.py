@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ from .claude_code_telemetry import telemetry_env
 from .helpers import REPO_ROOT
 
 PROJECT = REPO_ROOT / "tests" / "e2e" / "claude_code"
+MCP_TOOL = "mcp__records__fetch"
 CALL_ID = "toolu_ctxledger_e2e_01"
 OUTPUT = "\n".join(str(n) for n in range(1, 3001))  # what `seq 1 3000` prints
 
@@ -56,7 +58,13 @@ class Session:
     log_rows: list[Any]
 
 
-def _run(claude: Path, tmp_path: Path, script: list[ToolCall | str], **env: str) -> Session:
+def _run(
+    claude: Path,
+    tmp_path: Path,
+    script: list[ToolCall | str],
+    options: tuple[str, ...] = ("--allowedTools", "Bash"),
+    **env: str,
+) -> Session:
     url = f"sqlite:///{tmp_path / 'ctxledger.db'}"
     home = tmp_path / "home"
     home.mkdir(parents=True)
@@ -66,8 +74,8 @@ def _run(claude: Path, tmp_path: Path, script: list[ToolCall | str], **env: str)
         ProviderStandIn(script=script) as stand_in,
     ):
         done = subprocess.run(
-            [str(claude), "-p", "Run the commands with Bash and tell me what they printed.",
-             "--allowedTools", "Bash", "--model", "claude-sonnet-4-6"],
+            [str(claude), "-p", "Run the tools and tell me what they printed.",
+             *options, "--model", "claude-sonnet-4-6"],
             cwd=home, env={**telemetry_env(collector.url, stand_in.url, home), **env},
             capture_output=True, text=True, timeout=180,
         )  # fmt: skip
@@ -157,3 +165,36 @@ def test_a_request_body_cut_at_60_kb_is_judged_as_far_as_it_goes(
     whole = _run(claude, tmp_path / "whole", script, CLAUDE_CODE_OTEL_CONTENT_MAX_LENGTH="400000")
     assert _verdicts(whole.reports[first]) == ["intact", "intact"], whole.reports[first]
     assert _verdicts(whole.reports[second]) == ["intact"], whole.reports[second]
+
+
+def _mcp_options(hook_limit: int | None) -> tuple[str, ...]:
+    """Claude Code with the records MCP server (2,000 records, 25,999 chars), and a
+    PostToolUse hook that silently keeps the first ``hook_limit`` chars of its output."""
+    server = {"command": sys.executable, "args": [str(PROJECT / "records_mcp_server.py"), "2000"]}
+    options = ["--mcp-config", json.dumps({"mcpServers": {"records": server}})]
+    options += ["--allowedTools", MCP_TOOL]
+    if hook_limit is not None:
+        hook = f"{sys.executable} {PROJECT / 'cut_mcp_output_hook.py'} {hook_limit}"
+        hooks = {
+            "PostToolUse": [{"matcher": MCP_TOOL, "hooks": [{"type": "command", "command": hook}]}]
+        }
+        options += ["--settings", json.dumps({"hooks": hooks})]
+    return tuple(options)
+
+
+@pytest.mark.slow
+def test_an_mcp_result_a_hook_cut_without_a_word_is_silent(claude: Path, tmp_path: Path) -> None:
+    """The MCP server's 26 KB reach Claude Code whole (its tool.output event); a
+    PostToolUse hook replaces them by their first 2,048 chars (updatedMCPToolOutput) with
+    no sign for the model: silent, the chars lost counted. Without the hook: intact."""
+    script: list[ToolCall | str] = [ToolCall(MCP_TOOL, {}, CALL_ID), "Done."]
+    whole = _run(claude, tmp_path / "whole", script, _mcp_options(None))
+    (report,) = whole.reports[CALL_ID]
+    assert report["verdict"] == "intact", report
+    assert report["tool_name"] == MCP_TOOL
+
+    cut = _run(claude, tmp_path / "cut", script, _mcp_options(2_048))
+    (report,) = cut.reports[CALL_ID]
+    assert report["verdict"] == "silent", report
+    assert report["layer"].startswith("between the tool and the request"), report
+    assert 23_000 < report["lost_chars"] < 24_000, report

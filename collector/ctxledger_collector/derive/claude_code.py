@@ -20,6 +20,9 @@ from ctxledger_collector.derive.spans import SourceSpan
 #: The logger of Claude Code's events (its spans' tracer is ``cuts.CLAUDE_CODE_SCOPE``).
 EVENTS_SCOPE: Final = "com.anthropic.claude_code.events"
 SESSION_ATTRIBUTE: Final = "session.id"
+TOOL_USE_ID: Final = "tool_use_id"
+#: The tool's name as the model calls it (``gen_ai.tool.name`` is an MCP tool's bare name).
+TOOL_NAME: Final = "tool_name"
 
 #: Claude Code ends a value it cut for its telemetry (``CLAUDE_CODE_OTEL_CONTENT_MAX_LENGTH``,
 #: 60 KB by default, or a smaller OTel attribute limit) with this line.

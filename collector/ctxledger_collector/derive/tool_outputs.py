@@ -141,8 +141,9 @@ def _claude_code(span: SourceSpan) -> ToolOutput:
     (``output``), present only with tool content on, cut at 60 KB by default (and a Bash
     output at the 30,000 chars Claude Code keeps of it)."""
     attrs = span.attributes
-    call_id = _str(attrs.get(sc.TOOL_CALL_ID)) or _str(attrs.get("tool_use_id"))
-    name = _str(attrs.get(sc.TOOL_NAME)) or _str(attrs.get("tool_name"))
+    call_id = _str(attrs.get(sc.TOOL_CALL_ID)) or _str(attrs.get(claude_code.TOOL_USE_ID))
+    # The name the model calls (an MCP tool's ``mcp__server__tool``), not the bare one.
+    name = _str(attrs.get(claude_code.TOOL_NAME)) or _str(attrs.get(sc.TOOL_NAME))
     event = next((e for e in span.events if e.name == CLAUDE_CODE_OUTPUT_EVENT), None)
     output = event.attributes.get("output") if event is not None else None
     if not isinstance(output, str):
