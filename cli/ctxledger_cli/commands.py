@@ -105,6 +105,8 @@ def handle_serve(args: argparse.Namespace) -> int:
         os.environ["CTXLEDGER_SHUTDOWN_TIMEOUT_S"] = str(args.shutdown_timeout)
     if args.spool_dir:
         os.environ["CTXLEDGER_INGEST_SPOOL_DIR"] = args.spool_dir
+    if args.read_bodies_from:
+        os.environ["CTXLEDGER_READ_BODIES_FROM"] = json.dumps(args.read_bodies_from)
     if args.forward_to:
         os.environ["CTXLEDGER_FORWARD_TO"] = json.dumps(args.forward_to)
     if args.forward_header:

@@ -140,6 +140,14 @@ def build_parser() -> argparse.ArgumentParser:
         "503 instead); overrides CTXLEDGER_INGEST_SPOOL_DIR",
     )
     serve.add_argument(
+        "--read-bodies-from",
+        action="append",
+        metavar="DIR",
+        help="read request bodies a runtime wrote to files in DIR (Claude Code's "
+        "OTEL_LOG_RAW_API_BODIES=file:DIR), never a file outside it; repeatable; overrides "
+        "CTXLEDGER_READ_BODIES_FROM",
+    )
+    serve.add_argument(
         "--forward-to",
         action="append",
         metavar="URL",

@@ -63,6 +63,7 @@ def _run(
     tmp_path: Path,
     script: list[ToolCall | str],
     options: tuple[str, ...] = ("--allowedTools", "Bash"),
+    collector_settings: dict[str, Any] | None = None,
     **env: str,
 ) -> Session:
     url = f"sqlite:///{tmp_path / 'ctxledger.db'}"
@@ -70,7 +71,9 @@ def _run(
     home.mkdir(parents=True)
     calls = [step.id for step in script if isinstance(step, ToolCall)]
     with (
-        LiveCollector(Settings(database_url=url, auto_migrate=True)) as collector,
+        LiveCollector(
+            Settings(database_url=url, auto_migrate=True, **(collector_settings or {}))
+        ) as collector,
         ProviderStandIn(script=script) as stand_in,
     ):
         done = subprocess.run(
@@ -165,6 +168,39 @@ def test_a_request_body_cut_at_60_kb_is_judged_as_far_as_it_goes(
     whole = _run(claude, tmp_path / "whole", script, CLAUDE_CODE_OTEL_CONTENT_MAX_LENGTH="400000")
     assert _verdicts(whole.reports[first]) == ["intact", "intact"], whole.reports[first]
     assert _verdicts(whole.reports[second]) == ["intact"], whole.reports[second]
+
+
+@pytest.mark.slow
+def test_request_bodies_in_files_are_read_only_from_the_directories_named(
+    claude: Path, tmp_path: Path
+) -> None:
+    """``OTEL_LOG_RAW_API_BODIES=file:DIR``: each body whole in a file, its event naming
+    it. A collector told to read DIR judges every result; one not told says which
+    setting to give, never a loss."""
+    bodies = tmp_path / "bodies"
+    bodies.mkdir()
+    first, second = f"{CALL_ID}_a", f"{CALL_ID}_b"
+    script: list[ToolCall | str] = [
+        _bash("seq 1 5800", first),
+        _bash("seq 2 5801", second),
+        "Done.",
+    ]
+    env = {"OTEL_LOG_RAW_API_BODIES": f"file:{bodies}"}
+    read = _run(
+        claude,
+        tmp_path / "read",
+        script,
+        collector_settings={"read_bodies_from": [str(bodies)]},
+        **env,
+    )
+    assert _verdicts(read.reports[first]) == ["intact", "intact"], read.reports[first]
+    assert _verdicts(read.reports[second]) == ["intact"], read.reports[second]
+
+    unread = _run(claude, tmp_path / "unread", script, **env)
+    for call in (first, second):
+        assert {r["verdict"] for r in unread.reports[call]} == {"unauditable"}, unread.reports[call]
+        notes = " ".join(n for r in unread.reports[call] for n in r["notes"])
+        assert "--read-bodies-from" in notes, notes
 
 
 def _mcp_options(hook_limit: int | None) -> tuple[str, ...]:

@@ -17,7 +17,7 @@ from ctxledger import semconv as sc
 from ctxledger.verdicts import Manifest
 from ctxledger.verdicts.model import ReceivedRecord
 from ctxledger_collector.decoded.batch import DerivedStage, IssuedCall, UnmatchedTool
-from ctxledger_collector.derive import cuts
+from ctxledger_collector.derive import claude_code, cuts
 from ctxledger_collector.derive.claude_code import keyed_by_session
 from ctxledger_collector.derive.claude_code_logs import LogEvent, request_body_records
 from ctxledger_collector.derive.genai_exchange import read_genai
@@ -113,7 +113,12 @@ def derive_span(span: SourceSpan, keep_content: bool = False) -> Derived | None:
     exchange, source, model = found
     if exchange.input is None and exchange.output is None and exchange.input_cut is None:
         return None
-    manifest, stages, issued = request_records(span, exchange, source, model, keep_content)
+    # Claude Code's llm_request spans never show the messages; its request bodies do, so
+    # its own ids sort after theirs: a report names the body that was not read, if any.
+    request_id = claude_code.span_request_id(span) if source == sc.SOURCE_CLAUDE_CODE else None
+    manifest, stages, issued = request_records(
+        span, exchange, source, model, keep_content, request_id
+    )
     received = received_record(span, exchange, model, manifest)
     return Derived(stages=stages, manifest=manifest, received=received, issued=issued)
 

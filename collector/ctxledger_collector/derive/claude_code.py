@@ -62,6 +62,13 @@ def keyed_by_session(span: SourceSpan) -> SourceSpan:
     return dataclasses.replace(span, trace_id=session_trace_id(session))
 
 
+def span_request_id(span: SourceSpan) -> str:
+    """The request id of a Claude Code ``llm_request`` span: its span id behind a prefix
+    that sorts after the request bodies' ids (UUIDs), so that where both show a request
+    the evidence gap a report names is a body's, whose setting says how to read it."""
+    return f"llm_request:{span.span_id}"
+
+
 def telemetry_cut(text: str, what: str) -> tuple[str, str | None]:
     """``text`` without the line Claude Code appends where it cut a value for its
     telemetry, and why it is cut (None: whole)."""

@@ -1,6 +1,7 @@
 """Claude Code's log events as evidence: each ``claude_code.api_request_body`` is one
 request as sent (a manifest of the tool calls and results it carried, and a stage
-``llm_input`` per result), keyed by its session's run and its ``request_body_id``.
+``llm_input`` per result), keyed by its session's run and its ``request_body_id`` (the
+name of its body's file with ``OTEL_LOG_RAW_API_BODIES=file:DIR``).
 
 An inline body is cut at 60 KB by Claude Code's telemetry: the messages wholly inside the
 prefix are judged, and the request says the rest was not seen.
@@ -18,6 +19,7 @@ from ctxledger.verdicts import Manifest
 from ctxledger_collector.decoded.batch import DerivedStage, IssuedCall
 from ctxledger_collector.derive import claude_code
 from ctxledger_collector.derive.anthropic_body import read_request_body
+from ctxledger_collector.derive.messages import Exchange
 from ctxledger_collector.derive.records import request_records
 from ctxledger_collector.derive.spans import SourceSpan
 
@@ -45,6 +47,8 @@ class LogEvent:
     truncated: bool
     service_name: str | None = None
     scope_name: str | None = None
+    #: Why the body is not here (a file the collector may not or could not read).
+    unread: str | None = None
 
 
 def _text(attributes: dict[str, Any], key: str) -> str | None:
@@ -67,14 +71,17 @@ def request_body_records(
     event: LogEvent, keep_content: bool
 ) -> tuple[Manifest, list[DerivedStage], list[IssuedCall]] | None:
     """What one ``api_request_body`` event shows, or None when it is not one (or names
-    no session, or carries no inline body)."""
-    if event.event_name != REQUEST_BODY_EVENT or event.text is None:
+    no session, or carries no body and says nothing of one)."""
+    if event.event_name != REQUEST_BODY_EVENT or (event.text is None and event.unread is None):
         return None
     session = claude_code.session_of(event.attributes)
     if session is None:
         return None
-    text, cut = _body_cut(event, event.text)
-    exchange = read_request_body(text, cut)
+    if event.text is None:
+        exchange = Exchange(input=None, input_cut=event.unread)
+    else:
+        text, cut = _body_cut(event, event.text)
+        exchange = read_request_body(text, cut)
     request = _text(event.attributes, REQUEST_BODY_ID) or f"{session}@{event.time_us}"
     model = _text(event.attributes, MODEL)
     attributes: dict[str, Any] = {sc.GEN_AI_CONVERSATION_ID: session}
@@ -91,7 +98,7 @@ def request_body_records(
         scope_name=event.scope_name,
     )
     manifest, stages, issued = request_records(
-        request_span, exchange, sc.SOURCE_CLAUDE_CODE, model, keep_content
+        request_span, exchange, sc.SOURCE_CLAUDE_CODE, model, keep_content, request
     )
     return manifest, [_spilled(stage) for stage in stages], issued
 

@@ -120,10 +120,17 @@ def _unique(ids: list[str]) -> tuple[str, ...]:
 
 
 def request_records(
-    span: SourceSpan, exchange: Exchange, source: str, model: str | None, keep_content: bool
+    span: SourceSpan,
+    exchange: Exchange,
+    source: str,
+    model: str | None,
+    keep_content: bool,
+    request_id: str | None = None,
 ) -> tuple[Manifest, list[DerivedStage], list[IssuedCall]]:
     """The manifest of an LLM span's request, a stage per tool result it carried, and
-    the calls its response issued."""
+    the calls its response issued. The request is known by ``request_id`` where the
+    telemetry names it, else by the span's id."""
+    request_id = request_id or span.span_id
     inputs: list[Message] = exchange.input or []
     calls = [c for m in inputs for c in m.calls if c.id]
     names = {c.id: c.name for c in calls}
@@ -146,7 +153,7 @@ def request_records(
             stage=sc.STAGE_LLM_INPUT,
             order=sc.STAGE_LLM_INPUT_ORDER,
             source=source,
-            request_id=span.span_id,
+            request_id=request_id,
             tool_name=names.get(result.id),
             step=step,
             cut=cut,
@@ -159,7 +166,7 @@ def request_records(
         issued = None  # the span does not say what its response issued
     manifest = Manifest(
         trace_id=span.trace_id,
-        request_id=span.span_id,
+        request_id=request_id,
         step=step,
         tool_call_ids=_unique([r.id for r in results if r.id]),
         tool_calls=_unique([c.id for c in calls if c.id]) if exchange.input is not None else None,
@@ -179,7 +186,7 @@ def request_records(
         IssuedCall(
             span.trace_id,
             call.id,
-            span.span_id,
+            request_id,
             arguments_signature(call.name, call.arguments),
             span.started_us * 1000 + index,
         )

@@ -16,9 +16,6 @@ from typing import Any, Literal
 
 from ctxledger import semconv as sc
 from ctxledger.redaction import redact_or_none
-from ctxledger.verdicts import Measurement
-from ctxledger.verdicts.model import ReceivedRecord
-from ctxledger.verdicts.received import received_measurements
 from ctxledger.wire import (
     InvalidSpan,
     is_manifest,
@@ -28,28 +25,21 @@ from ctxledger.wire import (
 )
 from ctxledger.wire_received import (
     is_received,
-    received_attributes,
     received_from_attributes,
-    stored_attributes,
 )
 from ctxledger_collector.decoded import rejection_codes as codes
 from ctxledger_collector.decoded.batch import (
     DecodedBatch,
-    DecodedLogRecord,
     DecodedManifest,
     DecodedMeasurement,
 )
 from ctxledger_collector.decoded.rejection_codes import Rejection
-from ctxledger_collector.derive import (
-    Derived,
-    LogEvent,
-    derive_log_event,
-    derive_span,
-    may_derive,
-)
-from ctxledger_collector.ingest.audited_logs import decoded_log_record, record_text
+from ctxledger_collector.derive import derive_span, may_derive
+from ctxledger_collector.ingest.body_files import BodyFiles
+from ctxledger_collector.ingest.derived_records import MAX_CONTENT, add_derived, add_received
+from ctxledger_collector.ingest.log_decode import NO_BODY_FILES, log_chunks
+from ctxledger_collector.ingest.media_types import JSON_TYPE, PROTOBUF, media_type_of
 from ctxledger_collector.ingest.otlp_json import json_spans
-from ctxledger_collector.ingest.otlp_logs import RawLogRecord, json_log_records, proto_log_records
 from ctxledger_collector.ingest.otlp_proto import proto_spans
 from ctxledger_collector.ingest.otlp_spans import (
     DecodeLimits,
@@ -59,7 +49,9 @@ from ctxledger_collector.ingest.otlp_spans import (
 )
 
 __all__ = [
+    "JSON_TYPE",
     "LOGS",
+    "PROTOBUF",
     "TRACES",
     "DecodeLimits",
     "MalformedRequest",
@@ -70,8 +62,6 @@ __all__ = [
     "decode_export_request",
 ]
 
-PROTOBUF = "application/x-protobuf"
-JSON_TYPE = "application/json"
 
 #: What an export carries: spans (``POST /v1/traces``) or log records (``/v1/logs``).
 Signal = Literal["traces", "logs"]
@@ -93,25 +83,7 @@ def _derive(span: RawSpan, batch: DecodedBatch, keep_content: bool) -> None:
         batch.ignored += 1
         return
     batch.derived += 1
-    _add_derived(derived, batch, span.service_name)
-
-
-def _add_derived(derived: Derived, batch: DecodedBatch, service: str | None) -> None:
-    for stage in derived.stages:
-        content = {sc.CONTENT_TEXT: stage.text[:_MAX_CONTENT]} if stage.text is not None else {}
-        batch.measurements.append(DecodedMeasurement(stage.measurement, content, service))
-    if derived.manifest is not None:
-        batch.manifests.append(DecodedManifest(derived.manifest, {}, service))
-    if derived.received is not None:
-        sent = {s.measurement.tool_call_id: s.measurement for s in derived.stages}
-        summary = received_attributes(derived.received)
-        _add_received(batch, derived.received, summary, service, sent)
-    batch.issued.extend(derived.issued)
-    batch.unmatched.extend(derived.unmatched)
-
-
-#: The most content kept per derived stage when the operator opted in (as the SDK's).
-_MAX_CONTENT = 65_536
+    add_derived(derived, batch, span.service_name)
 
 
 def redacted_content(attrs: dict[str, Any]) -> dict[str, Any]:
@@ -121,7 +93,7 @@ def redacted_content(attrs: dict[str, Any]) -> dict[str, Any]:
     if text is None:
         return attrs
     kept = {k: v for k, v in attrs.items() if k != sc.CONTENT_TEXT}
-    masked = redact_or_none(text, _MAX_CONTENT) if isinstance(text, str) else None
+    masked = redact_or_none(text, MAX_CONTENT) if isinstance(text, str) else None
     if masked is not None:
         kept[sc.CONTENT_TEXT] = masked
     return kept
@@ -190,27 +162,14 @@ def _received(span: RawSpan, batch: DecodedBatch, observed_at: float) -> None:
         observed_at=observed_at,
         default_agent=span.service_name or None,
     )
-    _add_received(batch, record, span.attributes, span.service_name)
-
-
-def _add_received(
-    batch: DecodedBatch,
-    record: ReceivedRecord,
-    summary: dict[str, Any],
-    service: str | None,
-    sent: dict[str, Measurement] | None = None,
-) -> None:
-    """One ``received`` measurement per tool result of the record's request, each keeping
-    the outcome and the span's counts (``summary``) beside its columns."""
-    for m in received_measurements(record, sent):
-        batch.measurements.append(DecodedMeasurement(m, stored_attributes(m, summary), service))
+    add_received(batch, record, span.attributes, span.service_name)
 
 
 DEFAULT_LIMITS = DecodeLimits()
 
 
 def _spans(body: bytes, content_type: str, limits: DecodeLimits) -> Iterator[RawSpan | Rejection]:
-    media_type = content_type.split(";", 1)[0].strip().lower()
+    media_type = media_type_of(content_type)
     if media_type == PROTOBUF:
         return proto_spans(body, limits)
     if media_type == JSON_TYPE:
@@ -225,68 +184,19 @@ def decode_export_chunks(
     keep_content: bool = False,
     limits: DecodeLimits = DEFAULT_LIMITS,
     signal: Signal = TRACES,
+    body_files: BodyFiles = NO_BODY_FILES,
 ) -> Iterator[DecodedBatch]:
     """Decode one OTLP/HTTP export body (already decompressed) in batches of about
     ``chunk_spans`` measurements and manifests (or log records), so a large export never
     holds all its records at once. A malformed body raises :class:`MalformedRequest`, one
     with too many spans :class:`TooManySpans`, both before the first batch; rejections and
     ignored spans are counted in the batch they occur in. ``keep_content`` keeps the text
-    of derived stages and log bodies (the operator's opt-in)."""
+    of derived stages and log bodies (the operator's opt-in); ``body_files`` says which
+    request body files a log event may have its body read from."""
     if signal == LOGS:
-        records = _log_records(body, content_type, limits)  # parsed here, not lazily
-        return _log_chunks(records, chunk_spans, keep_content)
+        return log_chunks(body, content_type, limits, chunk_spans, keep_content, body_files)
     spans = _spans(body, content_type, limits)  # parsed and counted here, not lazily
     return _chunks(spans, chunk_spans, keep_content)
-
-
-def _log_records(
-    body: bytes, content_type: str, limits: DecodeLimits
-) -> Iterator[RawLogRecord | Rejection]:
-    media_type = content_type.split(";", 1)[0].strip().lower()
-    if media_type == PROTOBUF:
-        return proto_log_records(body, limits)
-    if media_type == JSON_TYPE:
-        return json_log_records(body, limits)
-    raise ValueError(f"unsupported content type {content_type!r}")
-
-
-def _derive_log(
-    raw: RawLogRecord, decoded: DecodedLogRecord, batch: DecodedBatch, keep_content: bool
-) -> None:
-    """The records a runtime's log event gives (its body read in memory, then dropped)."""
-    event = LogEvent(
-        event_name=decoded.event_name,
-        time_us=decoded.time_us,
-        attributes=raw.attributes,
-        text=record_text(raw, decoded.event_name),
-        truncated=decoded.truncated,
-        service_name=decoded.service_name,
-        scope_name=decoded.scope_name,
-    )
-    derived = derive_log_event(event, keep_content)
-    if derived is not None:
-        batch.derived += 1
-        _add_derived(derived, batch, decoded.service_name)
-
-
-def _log_chunks(
-    records: Iterator[RawLogRecord | Rejection], chunk_records: int, keep_content: bool
-) -> Iterator[DecodedBatch]:
-    batch = DecodedBatch()
-    for record in records:
-        if isinstance(record, Rejection):
-            batch.rejected.append(record)
-            continue
-        decoded = decoded_log_record(record, keep_content)
-        if decoded is None:
-            batch.ignored += 1
-            continue
-        batch.log_records.append(decoded)
-        _derive_log(record, decoded, batch, keep_content)
-        if len(batch.log_records) >= chunk_records:
-            yield batch
-            batch = DecodedBatch()
-    yield batch
 
 
 def _chunks(

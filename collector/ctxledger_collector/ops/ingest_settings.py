@@ -6,6 +6,7 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from ctxledger_collector.ingest.admission import AdmissionLimits
+from ctxledger_collector.ingest.body_files import BodyFiles
 from ctxledger_collector.ingest.otlp_spans import DecodeLimits
 
 
@@ -109,6 +110,16 @@ class IngestSettings(BaseSettings):
         ge=0,
         description="bytes the ingest spool may hold (bodies as received); past this, 503",
     )
+
+    read_bodies_from: list[str] = Field(
+        default_factory=list,
+        description="directories request bodies written to files may be read from (Claude "
+        "Code's OTEL_LOG_RAW_API_BODIES=file:DIR); a JSON list. A file outside them, "
+        "links resolved, is never read",
+    )
+
+    def body_files(self) -> BodyFiles:
+        return BodyFiles(tuple(self.read_bodies_from), self.max_decompressed_bytes)
 
     def admission_limits(self) -> AdmissionLimits:
         return AdmissionLimits(

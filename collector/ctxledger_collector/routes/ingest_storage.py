@@ -142,6 +142,7 @@ def _decode_and_store(
         settings.store_message_content,
         settings.decode_limits(),
         signal,
+        settings.body_files(),
     )
     for chunk in chunks:
         if clock is not None and state.drain.answered:

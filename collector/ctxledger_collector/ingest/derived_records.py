@@ -1,0 +1,45 @@
+"""The records derivation gave, added to a decoded batch: each stage a measurement (its
+text only where the operator opted in), the request's manifest, and one ``received``
+measurement per tool result of a request whose server reported what it read."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ctxledger import semconv as sc
+from ctxledger.verdicts import Measurement
+from ctxledger.verdicts.model import ReceivedRecord
+from ctxledger.verdicts.received import received_measurements
+from ctxledger.wire_received import received_attributes, stored_attributes
+from ctxledger_collector.decoded.batch import DecodedBatch, DecodedManifest, DecodedMeasurement
+from ctxledger_collector.derive import Derived
+
+#: The most content kept per derived stage when the operator opted in (as the SDK's).
+MAX_CONTENT = 65_536
+
+
+def add_derived(derived: Derived, batch: DecodedBatch, service: str | None) -> None:
+    for stage in derived.stages:
+        content = {sc.CONTENT_TEXT: stage.text[:MAX_CONTENT]} if stage.text is not None else {}
+        batch.measurements.append(DecodedMeasurement(stage.measurement, content, service))
+    if derived.manifest is not None:
+        batch.manifests.append(DecodedManifest(derived.manifest, {}, service))
+    if derived.received is not None:
+        sent = {s.measurement.tool_call_id: s.measurement for s in derived.stages}
+        summary = received_attributes(derived.received)
+        add_received(batch, derived.received, summary, service, sent)
+    batch.issued.extend(derived.issued)
+    batch.unmatched.extend(derived.unmatched)
+
+
+def add_received(
+    batch: DecodedBatch,
+    record: ReceivedRecord,
+    summary: dict[str, Any],
+    service: str | None,
+    sent: dict[str, Measurement] | None = None,
+) -> None:
+    """One ``received`` measurement per tool result of the record's request, each keeping
+    the outcome and the span's counts (``summary``) beside its columns."""
+    for m in received_measurements(record, sent):
+        batch.measurements.append(DecodedMeasurement(m, stored_attributes(m, summary), service))
