@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from ctxledger_collector.derive import LogEvent, derive_log_event
+from ctxledger_collector.derive import LogDerivation, LogEvent, derive_log_event
 from ctxledger_collector.derive.anthropic_body import read_request_body
 from ctxledger_collector.derive.claude_code import session_trace_id, telemetry_cut
 
@@ -22,8 +22,14 @@ def _body(*results: str) -> str:
     ]
     for index, result in enumerate(results):
         call = f"toolu_{index}"
-        messages.append({"role": "assistant", "content": [
-            {"type": "tool_use", "id": call, "name": "Bash", "input": {"command": "seq"}}]})
+        messages.append(
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "tool_use", "id": call, "name": "Bash", "input": {"command": "seq"}}
+                ],
+            }
+        )
         messages.append({"role": "user", "content": [
             {"tool_use_id": call, "type": "tool_result", "content": result}]})  # fmt: skip
     return json.dumps(
@@ -114,3 +120,53 @@ def test_session_ids_and_claude_codes_cut_marker() -> None:
     kept, cut = telemetry_cut("abc" + CUT_LINE, "the tool.output event")
     assert kept == "abc" and cut is not None and "60KB" in cut
     assert telemetry_cut("abc\n[TRUNCATED - Content exceeds 60KB limit] more", "x")[1] is None
+
+
+def _usage(sequence: int, **tokens: int | str) -> LogEvent:
+    attributes = {"session.id": SESSION, "event.sequence": sequence, "model": "claude-sonnet-4-6",
+                  "anthropic.provider": "firstParty", **tokens}  # fmt: skip
+    return LogEvent("claude_code.api_request", 1, attributes, None, False)
+
+
+def _answer(sequence: int, request: str) -> LogEvent:
+    attributes = {"session.id": SESSION, "event.sequence": sequence, "request_body_id": request}
+    return LogEvent("claude_code.api_response_body", 1, attributes, "{}", False)
+
+
+def _body_event(request: str) -> LogEvent:
+    return _event(_body(OUTPUT), request_body_id=request, **{"anthropic.provider": "firstParty"})
+
+
+def test_the_usage_claude_code_reports_is_the_requests_received_stage() -> None:
+    """Its api_request event names no request: the response event after it does. The
+    tokens read are the uncached ones and the cache's (Anthropic counts them apart)."""
+    derivation = LogDerivation()
+    assert derivation.derive(_body_event("rb-1")) is not None
+    usage = {"input_tokens": 19_009, "cache_read_tokens": "1000", "cache_creation_tokens": 500}
+    assert derivation.derive(_usage(7, **usage)) is None  # waits for the response event
+    derived = derivation.derive(_answer(9, "rb-1"))  # an assistant_response between
+    assert derived is not None and derived.received is not None
+    received = derived.received
+    assert received.request_id == "rb-1" and received.input_tokens == 20_509
+    assert received.policy == "refuse"  # Anthropic's own API, no custom base URL
+    assert received.segment_call_ids.count("toolu_0") == 1
+    assert derived.sent["toolu_0"].tool_name == "Bash"
+
+
+def test_overlapping_requests_are_never_paired_with_a_guess() -> None:
+    """Two requests in flight (subagents): two usages wait for one response, so neither
+    is paired; a usage with another model, or a response to an unknown body, neither."""
+    derivation = LogDerivation()
+    for request in ("rb-a", "rb-b"):
+        derivation.derive(_body_event(request))
+    derivation.derive(_usage(10, input_tokens=100))
+    derivation.derive(_usage(11, input_tokens=90_000))
+    assert derivation.derive(_answer(12, "rb-a")) is None
+    assert derivation.derive(_answer(13, "rb-b")) is None
+
+    other = LogDerivation()
+    other.derive(_body_event("rb-c"))
+    other.derive(_usage(3, input_tokens=100, model="claude-haiku-4-5"))
+    assert other.derive(_answer(4, "rb-c")) is None
+    other.derive(_usage(5, input_tokens=100))
+    assert other.derive(_answer(6, "rb-unknown")) is None

@@ -14,12 +14,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ctxledger import semconv as sc
-from ctxledger.verdicts import Manifest
+from ctxledger.verdicts import Manifest, Measurement
 from ctxledger.verdicts.model import ReceivedRecord
 from ctxledger_collector.decoded.batch import DerivedStage, IssuedCall, UnmatchedTool
 from ctxledger_collector.derive import claude_code, cuts
 from ctxledger_collector.derive.claude_code import keyed_by_session
 from ctxledger_collector.derive.claude_code_logs import LogEvent, request_body_records
+from ctxledger_collector.derive.claude_code_usage import UsagePairs
 from ctxledger_collector.derive.genai_exchange import read_genai
 from ctxledger_collector.derive.indexed_exchange import (
     has_openllmetry_prompts,
@@ -35,6 +36,7 @@ from ctxledger_collector.derive.vercel_ai import is_model_call, read_vercel_ai
 
 __all__ = [
     "Derived",
+    "LogDerivation",
     "LogEvent",
     "SourceSpan",
     "SpanEvent",
@@ -55,6 +57,8 @@ class Derived:
     received: ReceivedRecord | None = None
     issued: list[IssuedCall] = field(default_factory=list)
     unmatched: list[UnmatchedTool] = field(default_factory=list)
+    #: With ``received`` and no stages: the stages of the request it reads, by call id.
+    sent: dict[str, Measurement] = field(default_factory=dict)
 
 
 def may_derive(attributes: dict[str, Any]) -> bool:
@@ -123,10 +127,28 @@ def derive_span(span: SourceSpan, keep_content: bool = False) -> Derived | None:
     return Derived(stages=stages, manifest=manifest, received=received, issued=issued)
 
 
+class LogDerivation:
+    """Derivation of one export's log events: each Claude Code request body gives its
+    request's records; the usage Claude Code reports for a request, once paired with its
+    body, gives the request's ``received`` stage."""
+
+    def __init__(self, keep_content: bool = False) -> None:
+        self.keep_content = keep_content
+        self.usage = UsagePairs()
+
+    def derive(self, event: LogEvent) -> Derived | None:
+        body = request_body_records(event, self.keep_content)
+        if body is not None:
+            self.usage.add_body(body)
+            return Derived(stages=body.stages, manifest=body.manifest, issued=body.issued)
+        paired = self.usage.add_event(event)
+        if paired is None:
+            return None
+        body, received = paired
+        sent = {s.measurement.tool_call_id: s.measurement for s in body.stages}
+        return Derived(received=received, sent=sent)
+
+
 def derive_log_event(event: LogEvent, keep_content: bool = False) -> Derived | None:
-    """The records one runtime log event gives (Claude Code's request bodies), or None."""
-    found = request_body_records(event, keep_content)
-    if found is None:
-        return None
-    manifest, stages, issued = found
-    return Derived(stages=stages, manifest=manifest, issued=issued)
+    """The records one runtime log event gives alone (Claude Code's request bodies)."""
+    return LogDerivation(keep_content).derive(event)

@@ -30,6 +30,10 @@ REQUEST_BODY_EVENT: Final = "claude_code.api_request_body"
 REQUEST_BODY_ID: Final = "request_body_id"
 BODY_LENGTH: Final = "body_length"
 MODEL: Final = "model"
+PROVIDER: Final = "anthropic.provider"
+CUSTOM_BASE_URL: Final = "anthropic.custom_base_url"
+#: Claude Code's ``anthropic.provider`` as the GenAI conventions name the API.
+PROVIDERS: Final = {"firstParty": "anthropic", "bedrock": "aws.bedrock", "vertex": "gcp.vertex_ai"}
 INLINE_BODY_FIX: Final = (
     "Claude Code logs a request body inline up to CLAUDE_CODE_OTEL_CONTENT_MAX_LENGTH "
     "(60 KB by default): raise it (and any OTEL_*_ATTRIBUTE_VALUE_LENGTH_LIMIT)"
@@ -67,9 +71,31 @@ def _body_cut(event: LogEvent, text: str) -> tuple[str, str | None]:
     return kept, cut
 
 
-def request_body_records(
-    event: LogEvent, keep_content: bool
-) -> tuple[Manifest, list[DerivedStage], list[IssuedCall]] | None:
+@dataclass(frozen=True)
+class RequestBody:
+    """What one request body showed, and what its usage needs to be read against it."""
+
+    span: SourceSpan
+    exchange: Exchange
+    model: str | None
+    manifest: Manifest
+    stages: list[DerivedStage]
+    issued: list[IssuedCall]
+
+
+def _provider(attributes: dict[str, Any]) -> str | None:
+    """The API Claude Code reached: Anthropic's own, Bedrock or Vertex (which refuse an
+    over-long prompt), or None behind a custom base URL (a gateway or another server)."""
+    if _flag(attributes.get(CUSTOM_BASE_URL)):
+        return None
+    return PROVIDERS.get(str(attributes.get(PROVIDER)))
+
+
+def _flag(value: Any) -> bool:
+    return value is True or value == "true"
+
+
+def request_body_records(event: LogEvent, keep_content: bool) -> RequestBody | None:
     """What one ``api_request_body`` event shows, or None when it is not one (or names
     no session, or carries no body and says nothing of one)."""
     if event.event_name != REQUEST_BODY_EVENT or (event.text is None and event.unread is None):
@@ -87,6 +113,9 @@ def request_body_records(
     attributes: dict[str, Any] = {sc.GEN_AI_CONVERSATION_ID: session}
     if model is not None:
         attributes[sc.REQUEST_MODEL] = model
+    provider = _provider(event.attributes)
+    if provider is not None:
+        attributes[sc.GEN_AI_PROVIDER_NAME] = provider
     request_span = SourceSpan(
         trace_id=claude_code.session_trace_id(session),
         span_id=hashlib.blake2b(request.encode(), digest_size=8).hexdigest(),
@@ -100,7 +129,8 @@ def request_body_records(
     manifest, stages, issued = request_records(
         request_span, exchange, sc.SOURCE_CLAUDE_CODE, model, keep_content, request
     )
-    return manifest, [_spilled(stage) for stage in stages], issued
+    spilled = [_spilled(stage) for stage in stages]
+    return RequestBody(request_span, exchange, model, manifest, spilled, issued)
 
 
 def _spilled(stage: DerivedStage) -> DerivedStage:

@@ -25,7 +25,7 @@ def add_derived(derived: Derived, batch: DecodedBatch, service: str | None) -> N
     if derived.manifest is not None:
         batch.manifests.append(DecodedManifest(derived.manifest, {}, service))
     if derived.received is not None:
-        sent = {s.measurement.tool_call_id: s.measurement for s in derived.stages}
+        sent = derived.sent or {s.measurement.tool_call_id: s.measurement for s in derived.stages}
         summary = received_attributes(derived.received)
         add_received(batch, derived.received, summary, service, sent)
     batch.issued.extend(derived.issued)

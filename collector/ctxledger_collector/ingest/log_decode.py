@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 from ctxledger_collector.decoded.batch import DecodedBatch, DecodedLogRecord
 from ctxledger_collector.decoded.rejection_codes import Rejection
-from ctxledger_collector.derive import LogEvent, derive_log_event
+from ctxledger_collector.derive import LogDerivation, LogEvent
 from ctxledger_collector.derive.claude_code_logs import REQUEST_BODY_EVENT
 from ctxledger_collector.ingest.audited_logs import decoded_log_record, record_text
 from ctxledger_collector.ingest.body_files import BodyFiles, BodyText
@@ -51,7 +51,7 @@ def _derive_log(
     raw: RawLogRecord,
     decoded: DecodedLogRecord,
     batch: DecodedBatch,
-    keep_content: bool,
+    derivation: LogDerivation,
     body_files: BodyFiles,
 ) -> None:
     """The records a runtime's log event gives (its body read in memory, then dropped;
@@ -69,7 +69,7 @@ def _derive_log(
         scope_name=decoded.scope_name,
         unread=body.unread,
     )
-    derived = derive_log_event(event, keep_content)
+    derived = derivation.derive(event)
     if derived is not None:
         batch.derived += 1
         add_derived(derived, batch, decoded.service_name)
@@ -82,6 +82,7 @@ def _log_chunks(
     body_files: BodyFiles,
 ) -> Iterator[DecodedBatch]:
     batch = DecodedBatch()
+    derivation = LogDerivation(keep_content)  # pairs requests with their usage
     for record in records:
         if isinstance(record, Rejection):
             batch.rejected.append(record)
@@ -91,7 +92,7 @@ def _log_chunks(
             batch.ignored += 1
             continue
         batch.log_records.append(decoded)
-        _derive_log(record, decoded, batch, keep_content, body_files)
+        _derive_log(record, decoded, batch, derivation, body_files)
         if len(batch.log_records) >= chunk_records:
             yield batch
             batch = DecodedBatch()
