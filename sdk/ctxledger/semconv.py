@@ -252,7 +252,11 @@ SOURCE_VERCEL_AI: Final = "vercel_ai"
 """The Vercel AI SDK's own ``ai.*`` spans (``ai.generateText.doGenerate``,
 ``ai.streamText.doStream``, ``ai.toolCall``)."""
 SOURCE_CLAUDE_CODE: Final = "claude_code"
-"""Claude Code's own telemetry (its ``claude_code.tool`` span's ``tool.output`` event)."""
+"""Claude Code's own telemetry (its ``claude_code.tool`` span's ``tool.output`` event, its
+``claude_code.api_request_body`` log events)."""
+CLAUDE_CODE_SPAN_REQUEST_PREFIX: Final = "llm_request:"
+"""*Extension.* The request id of a Claude Code ``llm_request`` span (which never shows
+the messages) begins with this; its request body's id is the ``request_body_id``."""
 TELEMETRY_CUT: Final = "ctxledger.telemetry.cut"
 """*Extension.* Why the telemetry itself could not show this value whole (an attribute
 length limit, evicted attributes, content stored off span). Such evidence is never

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,9 @@ from typing import Any
 import httpx
 import pytest
 from sqlalchemy import select
+from streamlit.testing.v1 import AppTest
 
+from ctxledger import semconv as sc
 from ctxledger_cli.provider import ProviderStandIn, ToolCall
 from ctxledger_collector.ops.settings import Settings
 from ctxledger_collector.storage.database import make_engine
@@ -28,6 +31,7 @@ from .claude_code_telemetry import telemetry_env
 from .helpers import REPO_ROOT
 
 PROJECT = REPO_ROOT / "tests" / "e2e" / "claude_code"
+DASHBOARD = REPO_ROOT / "dashboard" / "ctxledger_dashboard" / "streamlit_app.py"
 MCP_TOOL = "mcp__records__fetch"
 CALL_ID = "toolu_ctxledger_e2e_01"
 OUTPUT = "\n".join(str(n) for n in range(1, 3001))  # what `seq 1 3000` prints
@@ -64,6 +68,7 @@ def _run(
     script: list[ToolCall | str],
     options: tuple[str, ...] = ("--allowedTools", "Bash"),
     collector_settings: dict[str, Any] | None = None,
+    while_running: Callable[[LiveCollector], None] | None = None,
     **env: str,
 ) -> Session:
     url = f"sqlite:///{tmp_path / 'ctxledger.db'}"
@@ -83,17 +88,20 @@ def _run(
             capture_output=True, text=True, timeout=180,
         )  # fmt: skip
         assert done.returncode == 0, done.stdout + done.stderr
-        reports = {
-            str(call): httpx.get(
-                f"{collector.url}/api/v1/reports", params={"tool_call_id": call}
-            ).json()["reports"]
-            for call in calls
-        }
+        reports = {str(call): _reports(collector, str(call)) for call in calls}
+        if while_running is not None:
+            while_running(collector)
     engine = make_engine(url)
     with engine.connect() as connection:
         rows = list(connection.execute(select(LOG_RECORDS)))
     engine.dispose()
     return Session(done.stdout, reports, rows)
+
+
+def _reports(collector: LiveCollector, call_id: str) -> list[dict[str, Any]]:
+    answer = httpx.get(f"{collector.url}/api/v1/reports", params={"tool_call_id": call_id})
+    reports: list[dict[str, Any]] = answer.json()["reports"]
+    return reports
 
 
 def _bash(command: str, call_id: str) -> ToolCall:
@@ -235,3 +243,45 @@ def test_an_mcp_result_a_hook_cut_without_a_word_is_silent(claude: Path, tmp_pat
     assert report["verdict"] == "silent", report
     assert report["layer"].startswith("between the tool and the request"), report
     assert 23_000 < report["lost_chars"] < 24_000, report
+
+
+@pytest.mark.slow
+def test_the_dashboard_shows_a_claude_code_session_as_a_run(
+    claude: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One session, three results: a whole Bash output, a spilled one, an MCP result a
+    hook cut. The Run page shows the session as a run of claude-code, each result under
+    the name the model called, the spill declared with its marker, the cut silent, and
+    not the llm_request spans' requests, which the request bodies show."""
+    options = _mcp_options(2_048)
+    options = (*options[:3], "Bash " + MCP_TOOL, *options[4:])  # Bash too
+    script: list[ToolCall | str] = [
+        _bash("seq 1 3000", f"{CALL_ID}_whole"),
+        _bash("seq 1 30000", f"{CALL_ID}_spilled"),
+        ToolCall(MCP_TOOL, {}, f"{CALL_ID}_mcp"),
+        "Done.",
+    ]
+    pages: list[AppTest] = []
+
+    def look(collector: LiveCollector) -> None:
+        (report,) = _reports(collector, f"{CALL_ID}_mcp")
+        monkeypatch.setenv("CTXLEDGER_API_URL", collector.url)
+        app = AppTest.from_file(str(DASHBOARD), default_timeout=60)
+        app.switch_page("app_pages/run.py")
+        app.query_params["trace_id"] = report["trace_id"]
+        app.run()
+        pages.append(app)
+
+    session = _run(claude, tmp_path, script, options, while_running=look)
+    assert [r["verdict"] for r in session.reports[f"{CALL_ID}_mcp"]] == ["silent"]
+    (app,) = pages
+    assert not app.exception, [e.value for e in app.exception]
+    assert [t.value for t in app.title] == ["Run of claude-code"]
+    metrics = {m.label: m.value for m in app.metric}
+    assert metrics["silent journeys"] == "1" and metrics["declared journeys"] == "2"
+    text = " ".join(m.value for m in app.markdown)
+    assert f"`{MCP_TOOL}` · `{CALL_ID}_mcp`" in text and f"`Bash` · `{CALL_ID}_whole`" in text
+    assert sc.CLAUDE_CODE_SPAN_REQUEST_PREFIX not in text
+    assert any("llm_request spans carry no messages" in c.value for c in app.caption)
+    tables = [t.value for t in app.dataframe]
+    assert any("persisted_output" in list(t["marker"]) for t in tables if "marker" in t)

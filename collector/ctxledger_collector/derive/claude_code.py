@@ -14,6 +14,7 @@ import hashlib
 import re
 from typing import Any, Final
 
+from ctxledger import semconv as sc
 from ctxledger_collector.derive import cuts
 from ctxledger_collector.derive.spans import SourceSpan
 
@@ -66,7 +67,7 @@ def span_request_id(span: SourceSpan) -> str:
     """The request id of a Claude Code ``llm_request`` span: its span id behind a prefix
     that sorts after the request bodies' ids (UUIDs), so that where both show a request
     the evidence gap a report names is a body's, whose setting says how to read it."""
-    return f"llm_request:{span.span_id}"
+    return f"{sc.CLAUDE_CODE_SPAN_REQUEST_PREFIX}{span.span_id}"
 
 
 def telemetry_cut(text: str, what: str) -> tuple[str, str | None]:

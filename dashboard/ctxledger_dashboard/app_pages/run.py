@@ -10,7 +10,7 @@ import streamlit as st
 
 from ctxledger import semconv as sc
 from ctxledger.verdicts import VERDICT_MEANINGS, VERDICT_SEVERITY
-from ctxledger_dashboard import charts, server_read
+from ctxledger_dashboard import charts, runtime_requests, server_read
 from ctxledger_dashboard.incident_tables import RUN_COLUMNS, styled
 from ctxledger_dashboard.journey_parts import journey_title, result_vanished, stage_table
 from ctxledger_dashboard.markdown_text import code, plain
@@ -251,8 +251,16 @@ def render() -> None:
     )
     for column, (verdict, journeys) in zip(columns[1:], ordered(run["verdicts"]), strict=False):
         column.metric(f"{verdict} journeys", f"{journeys:,}", help=VERDICT_MEANINGS.get(verdict))
+    hidden = runtime_requests.shown_by_bodies(run)
+    if hidden:
+        st.caption(
+            f"Claude Code's {plural(len(hidden), 'llm_request span')} carry no messages: the "
+            "requests below are shown from its request bodies."
+        )
     for step in run["steps"]:
-        _step(step, focus_step, focus_call)
+        shown = runtime_requests.without(step, hidden)
+        if shown["requests"] or not step["requests"]:
+            _step(shown, focus_step, focus_call)
 
 
 live(render)
