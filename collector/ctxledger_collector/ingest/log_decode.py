@@ -14,7 +14,7 @@ from ctxledger_collector.derive.claude_code_logs import REQUEST_BODY_EVENT
 from ctxledger_collector.ingest.audited_logs import decoded_log_record, record_text
 from ctxledger_collector.ingest.body_files import BodyFiles, BodyText
 from ctxledger_collector.ingest.derived_records import add_derived
-from ctxledger_collector.ingest.media_types import JSON_TYPE, PROTOBUF, media_type_of
+from ctxledger_collector.ingest.media_types import by_media_type
 from ctxledger_collector.ingest.otlp_logs import RawLogRecord, json_log_records, proto_log_records
 from ctxledger_collector.ingest.otlp_spans import DecodeLimits
 
@@ -39,12 +39,11 @@ def log_chunks(
 def _log_records(
     body: bytes, content_type: str, limits: DecodeLimits
 ) -> Iterator[RawLogRecord | Rejection]:
-    media_type = media_type_of(content_type)
-    if media_type == PROTOBUF:
-        return proto_log_records(body, limits)
-    if media_type == JSON_TYPE:
-        return json_log_records(body, limits)
-    raise ValueError(f"unsupported content type {content_type!r}")
+    return by_media_type(
+        content_type,
+        lambda: proto_log_records(body, limits),
+        lambda: json_log_records(body, limits),
+    )
 
 
 def _derive_log(

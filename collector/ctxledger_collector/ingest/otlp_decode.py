@@ -38,7 +38,7 @@ from ctxledger_collector.derive import derive_span, may_derive
 from ctxledger_collector.ingest.body_files import BodyFiles
 from ctxledger_collector.ingest.derived_records import MAX_CONTENT, add_derived, add_received
 from ctxledger_collector.ingest.log_decode import NO_BODY_FILES, log_chunks
-from ctxledger_collector.ingest.media_types import JSON_TYPE, PROTOBUF, media_type_of
+from ctxledger_collector.ingest.media_types import JSON_TYPE, PROTOBUF, by_media_type
 from ctxledger_collector.ingest.otlp_json import json_spans
 from ctxledger_collector.ingest.otlp_proto import proto_spans
 from ctxledger_collector.ingest.otlp_spans import (
@@ -169,12 +169,9 @@ DEFAULT_LIMITS = DecodeLimits()
 
 
 def _spans(body: bytes, content_type: str, limits: DecodeLimits) -> Iterator[RawSpan | Rejection]:
-    media_type = media_type_of(content_type)
-    if media_type == PROTOBUF:
-        return proto_spans(body, limits)
-    if media_type == JSON_TYPE:
-        return json_spans(body, limits)
-    raise ValueError(f"unsupported content type {content_type!r}")
+    return by_media_type(
+        content_type, lambda: proto_spans(body, limits), lambda: json_spans(body, limits)
+    )
 
 
 def decode_export_chunks(
