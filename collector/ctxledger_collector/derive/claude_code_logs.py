@@ -77,7 +77,6 @@ class RequestBody:
 
     span: SourceSpan
     exchange: Exchange
-    model: str | None
     manifest: Manifest
     stages: list[DerivedStage]
     issued: list[IssuedCall]
@@ -130,7 +129,7 @@ def request_body_records(event: LogEvent, keep_content: bool) -> RequestBody | N
         request_span, exchange, sc.SOURCE_CLAUDE_CODE, model, keep_content, request
     )
     spilled = [_spilled(stage) for stage in stages]
-    return RequestBody(request_span, exchange, model, manifest, spilled, issued)
+    return RequestBody(request_span, exchange, manifest, spilled, issued)
 
 
 def _spilled(stage: DerivedStage) -> DerivedStage:

@@ -12,13 +12,13 @@ stage (never a guess). A body cut by the telemetry gives none either.
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Any, Final
 
 from ctxledger.verdicts.model import ReceivedRecord
 from ctxledger_collector.derive import claude_code
 from ctxledger_collector.derive.claude_code_logs import LogEvent, RequestBody
 from ctxledger_collector.derive.received import received_record
+from ctxledger_collector.derive.usage import token_count
 
 USAGE_EVENT: Final = "claude_code.api_request"
 RESPONSE_BODY_EVENT: Final = "claude_code.api_response_body"
@@ -30,23 +30,9 @@ INPUT_TOKEN_COUNTS: Final = ("input_tokens", "cache_read_tokens", "cache_creatio
 Place = tuple[str, int]
 
 
-def _count(value: Any) -> int | None:
-    """A token count as Claude Code sends it (an integer, or its text)."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, str):
-        try:
-            value = float(value)
-        except ValueError:
-            return None
-    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
-        value = int(value)
-    return value if isinstance(value, int) and value >= 0 else None
-
-
 def reported_input_tokens(attributes: dict[str, Any]) -> int | None:
     """Every input token the server read: the uncached ones and the cache's."""
-    counts = [_count(attributes.get(name)) for name in INPUT_TOKEN_COUNTS]
+    counts = [token_count(attributes.get(name)) for name in INPUT_TOKEN_COUNTS]
     if counts[0] is None:
         return None
     return sum(c or 0 for c in counts)
@@ -54,7 +40,7 @@ def reported_input_tokens(attributes: dict[str, Any]) -> int | None:
 
 def _place(event: LogEvent) -> Place | None:
     session = claude_code.session_of(event.attributes)
-    sequence = _count(event.attributes.get(SEQUENCE))
+    sequence = token_count(event.attributes.get(SEQUENCE))
     return None if session is None or sequence is None else (session, sequence)
 
 
@@ -93,8 +79,8 @@ class UsagePairs:
         waiting.remove(before[0])
         _, tokens, model = before[0]
         body = self.bodies.get(request)
-        if body is None or (model is not None and model != body.model):
+        if body is None or (model is not None and model != body.manifest.model):
             return None
         manifest = dataclasses.replace(body.manifest, tokens=tokens)
-        record = received_record(body.span, body.exchange, body.model, manifest)
+        record = received_record(body.span, body.exchange, manifest.model, manifest)
         return None if record is None else (body, record)

@@ -51,6 +51,20 @@ def _count(value: Any) -> int | None:
     return None
 
 
+def token_count(value: Any) -> int | None:
+    """A token count as a runtime may send it: an integer, or its text (Claude Code's
+    ``"13892"``, ``"0.0"``); None for anything else."""
+    if isinstance(value, str):
+        try:
+            number = float(value)
+        except ValueError:
+            return None
+        value = int(number) if number.is_integer() else None
+    elif isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return _count(value)
+
+
 def _first_count(attrs: dict[str, Any], names: Iterable[str]) -> int | None:
     for name in names:
         if name in attrs:

@@ -171,10 +171,8 @@ def _judge_journey(
     extra_lost_items = extra_lost_chars = extra_lost_tokens = 0
     last = stages[-1] if stages else None
 
-    told_later = {
-        id(before) for before, after in itertools.pairwise(stages) if told_after_cut(before, after)
-    }
-    for m in stages:
+    for index, m in enumerate(stages):
+        following = stages[index + 1] if index + 1 < len(stages) else None
         if not m.trusted:
             notes.append(
                 f"stage {m.stage} lost {m.dropped_attributes} attributes in transit; "
@@ -182,7 +180,7 @@ def _judge_journey(
             )
         if m.tokens_estimated:
             notes.append(f"stage {m.stage}: tokens estimated from a prefix (very large text)")
-        if m.telemetry_cut and id(m) in told_later:
+        if following is not None and told_after_cut(m, following):
             notes.append(f"stage {m.stage} was cut by the telemetry: {m.telemetry_cut}")
         elif m.telemetry_cut:
             findings.append((semconv.VERDICT_UNAUDITABLE, LAYER_TELEMETRY))
