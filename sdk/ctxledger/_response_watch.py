@@ -98,7 +98,10 @@ class _Watch:
                 head, tail = tuple(self.head), ()
             else:
                 head = _first_bytes(self.head, HEAD_BYTES)
-                tail = _last_bytes(self.tail, TAIL_BYTES)
+                # A busy reader gets a long body in few large chunks: all may sit in the
+                # head, and then the body's end is the end of the head's rest.
+                rest = self.tail or deque(self.head[len(head) :])
+                tail = _last_bytes(rest, TAIL_BYTES)
             self.head, self.tail = [], deque()
             self.client.recorder.submit(ResponseJob(head=head, tail=tail, cut=cut, **self.fields))
         except Exception as error:  # never into the agent

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import json
+from types import SimpleNamespace
 from typing import Any
 
 import httpx2
@@ -14,7 +15,7 @@ from tests.sdk.received_kit import Answer, CannedServer, received_spans
 
 import ctxledger
 from ctxledger import semconv as sc
-from ctxledger._response_watch import HEAD_CHUNKS, TAIL_BYTES, TAIL_CHUNKS
+from ctxledger._response_watch import HEAD_CHUNKS, TAIL_BYTES, TAIL_CHUNKS, _sync_iter, _Watch
 
 FRAMES = 6_000
 #: The most one raw read of httpx2 returns (httpcore2 reads the socket 64 KiB at a time).
@@ -126,3 +127,18 @@ def test_a_stream_dropped_unread_and_unclosed_still_ends_its_watch(
         gc.collect()
         (span,) = received_spans(exporter)
     assert span[sc.RECEIVED_UNREPORTED] == sc.UNREPORTED_STREAM_CUT
+
+
+def test_a_long_body_read_in_few_large_chunks_keeps_its_end() -> None:
+    """A busy reader gets a long stream coalesced into fewer chunks than the head keeps:
+    the end (where the usage is) must still reach the worker, not only the first 16 KB."""
+    submitted: list[Any] = []
+    client = SimpleNamespace(recorder=SimpleNamespace(submit=submitted.append))
+    watch = _Watch(client, {"request_id": "r", "kind": "chat", "host": "h", "agent_name": None,
+                            "streamed": True}, keep_all=False)  # fmt: skip
+    chunks = [b"a" * 70_000, b"b" * 70_000, b"c" * 70_000, b"d" * 70_000 + b"END"]
+    stream = SimpleNamespace(_ctxledger_watch=watch, _ctxledger_inner=chunks)
+    assert b"".join(_sync_iter(stream)) == b"".join(chunks)
+    (job,) = submitted
+    assert b"".join(job.head) == chunks[0]  # the first chunk covers the head
+    assert job.tail == (chunks[-1],)  # the last 64 KB, the end included
