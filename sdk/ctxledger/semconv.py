@@ -235,6 +235,14 @@ STAGE_LLM_INPUT: Final = "llm_input"
 """*Extension.* The stage the collector derives from an LLM span's input messages: the tool
 result as that request carried it. Its order is :data:`STAGE_LLM_INPUT_ORDER`."""
 STAGE_LLM_INPUT_ORDER: Final = 40
+STAGE_COMPACTED: Final = "compacted"
+"""*Extension.* The stage the collector derives for a result the first request after a
+compaction no longer carries, where that request declares the compaction and the one
+before it carried the result: 0 chars, declared (strategy :data:`STRATEGY_COMPACTION`). Its
+order is :data:`STAGE_LLM_INPUT_ORDER`: it stands where the request would have carried it."""
+STRATEGY_COMPACTION: Final = "compaction"
+"""The declared strategy of a :data:`STAGE_COMPACTED` stage: the runtime summarized the
+conversation and the model sees the summary instead."""
 SOURCE: Final = "ctxledger.source"
 """*Extension.* Where a measurement or manifest came from (``SOURCE_*``); absent means
 ``ctxledger`` (the SDK's own stage spans)."""
@@ -297,6 +305,9 @@ GEN_AI_CONTENT_REFS: Final = (
 GEN_AI_RESPONSE_ID: Final = "gen_ai.response.id"
 GEN_AI_USAGE_INPUT_TOKENS: Final = "gen_ai.usage.input_tokens"
 GEN_AI_CONVERSATION_ID: Final = "gen_ai.conversation.id"
+GEN_AI_CONVERSATION_COMPACTED: Final = "gen_ai.conversation.compacted"
+"""On an inference span: the conversation was compacted before this request (only ever
+set true)."""
 GEN_AI_PROVIDER_NAME: Final = "gen_ai.provider.name"
 GEN_AI_SYSTEM: Final = "gen_ai.system"
 """The provider's name before ``gen_ai.provider.name`` replaced it (still what most emit)."""
@@ -314,6 +325,9 @@ GEN_AI_TOOL_CALL_RESULT: Final = "gen_ai.tool.call.result"
 GEN_AI_PART_TEXT: Final = "text"
 GEN_AI_PART_TOOL_CALL: Final = "tool_call"
 GEN_AI_PART_TOOL_CALL_RESPONSE: Final = "tool_call_response"
+GEN_AI_PART_COMPACTION: Final = "compaction"
+"""A message part standing for the history a compaction replaced (a summary, or the
+provider's opaque compaction item)."""
 GEN_AI_TOOL_RESPONSE_KEYS: Final = ("response", "result")
 """The spec names the result ``response``; its own example and pydantic-ai say ``result``."""
 GEN_AI_PROMPT: Final = "gen_ai.prompt"

@@ -69,6 +69,7 @@ def _run(
     options: tuple[str, ...] = ("--allowedTools", "Bash"),
     collector_settings: dict[str, Any] | None = None,
     while_running: Callable[[LiveCollector], None] | None = None,
+    stand_in: dict[str, Any] | None = None,
     **env: str,
 ) -> Session:
     url = f"sqlite:///{tmp_path / 'ctxledger.db'}"
@@ -79,12 +80,12 @@ def _run(
         LiveCollector(
             Settings(database_url=url, auto_migrate=True, **(collector_settings or {}))
         ) as collector,
-        ProviderStandIn(script=script) as stand_in,
+        ProviderStandIn(script=script, **(stand_in or {})) as provider,
     ):
         done = subprocess.run(
             [str(claude), "-p", "Run the tools and tell me what they printed.",
              *options, "--model", "claude-sonnet-4-6"],
-            cwd=home, env={**telemetry_env(collector.url, stand_in.url, home), **env},
+            cwd=home, env={**telemetry_env(collector.url, provider.url, home), **env},
             capture_output=True, text=True, timeout=180,
         )  # fmt: skip
         assert done.returncode == 0, done.stdout + done.stderr
@@ -245,6 +246,24 @@ def test_an_mcp_result_a_hook_cut_without_a_word_is_silent(claude: Path, tmp_pat
     assert 23_000 < report["lost_chars"] < 24_000, report
 
 
+def _run_page_of(
+    call_id: str, monkeypatch: pytest.MonkeyPatch, pages: list[AppTest]
+) -> Callable[[LiveCollector], None]:
+    """What to do while the collector runs: open the Run page of the call's session in
+    AppTest and keep it in ``pages``."""
+
+    def look(collector: LiveCollector) -> None:
+        (report, *_) = _reports(collector, call_id)
+        monkeypatch.setenv("CTXLEDGER_API_URL", collector.url)
+        app = AppTest.from_file(str(DASHBOARD), default_timeout=60)
+        app.switch_page("app_pages/run.py")
+        app.query_params["trace_id"] = report["trace_id"]
+        app.run()
+        pages.append(app)
+
+    return look
+
+
 @pytest.mark.slow
 def test_the_dashboard_shows_a_claude_code_session_as_a_run(
     claude: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -262,16 +281,7 @@ def test_the_dashboard_shows_a_claude_code_session_as_a_run(
         "Done.",
     ]
     pages: list[AppTest] = []
-
-    def look(collector: LiveCollector) -> None:
-        (report,) = _reports(collector, f"{CALL_ID}_mcp")
-        monkeypatch.setenv("CTXLEDGER_API_URL", collector.url)
-        app = AppTest.from_file(str(DASHBOARD), default_timeout=60)
-        app.switch_page("app_pages/run.py")
-        app.query_params["trace_id"] = report["trace_id"]
-        app.run()
-        pages.append(app)
-
+    look = _run_page_of(f"{CALL_ID}_mcp", monkeypatch, pages)
     session = _run(claude, tmp_path, script, options, while_running=look)
     assert [r["verdict"] for r in session.reports[f"{CALL_ID}_mcp"]] == ["silent"]
     (app,) = pages
@@ -285,3 +295,49 @@ def test_the_dashboard_shows_a_claude_code_session_as_a_run(
     assert any("llm_request spans carry no messages" in c.value for c in app.caption)
     tables = [t.value for t in app.dataframe]
     assert any("persisted_output" in list(t["marker"]) for t in tables if "marker" in t)
+
+
+@pytest.mark.slow
+def test_a_compaction_declares_each_result_its_summary_replaced(
+    claude: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stand-in counts every request 6.6 times over, so after two Bash results the
+    session passes Claude Code's auto-compact threshold: it has the conversation
+    summarized (requests of its own), then goes on with the summary and the call in
+    flight. The first result is declared in the first request after the compaction, the
+    summary standing for it; intact where it was carried; the second, kept, intact. The
+    Run page says Claude Code compacted the conversation and what it replaced."""
+    first, second = f"{CALL_ID}_a", f"{CALL_ID}_b"
+    script: list[ToolCall | str] = [
+        _bash("seq 1 3000", first),
+        _bash("seq 1 2000", second),
+        "Summary of the work.",
+        "Done.",
+        "Done again.",
+    ]
+    pages: list[AppTest] = []
+    look = _run_page_of(first, monkeypatch, pages)
+    session = _run(claude, tmp_path, script, while_running=look, stand_in={"count_scale": 6.6})
+    (event,) = [r for r in session.log_rows if r.event_name == "claude_code.compaction"]
+    tokens = json.loads(event.numbers)
+    assert tokens["pre_tokens"] > 167_000 > tokens["post_tokens"], tokens
+
+    declared = [r for r in session.reports[first] if r["verdict"] == "declared"]
+    carried = [r for r in session.reports[first] if r["verdict"] == "intact"]
+    assert len(declared) == 1 and carried, session.reports[first]
+    (removed,) = declared
+    assert [s["stage"] for s in removed["stages"]] == ["original", "compacted"], removed
+    assert removed["stages"][-1]["strategy"] == "compaction"
+    assert removed["lost_chars"] == len("\n".join(str(n) for n in range(1, 3001)))
+    assert removed["layer_name"] == "request"
+    assert any("Claude Code's summary" in note for note in removed["notes"]), removed["notes"]
+    assert {r["verdict"] for r in session.reports[second]} == {"intact"}
+    assert removed["request_id"] in {r["request_id"] for r in session.reports[second]}
+
+    (app,) = pages
+    assert not app.exception, [e.value for e in app.exception]
+    metrics = {m.label: m.value for m in app.metric}
+    assert metrics["declared journeys"] == "1", metrics
+    (notice,) = [i.value for i in app.info if "after a compaction" in i.value]
+    assert "Claude Code's summary" in notice and f"`{first}`" in notice, notice
+    assert f"`{second}`" not in notice

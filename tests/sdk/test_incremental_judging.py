@@ -32,6 +32,9 @@ STAGES = (
     (sc.STAGE_SENT, 40, True),
 )
 NOW = 1_000.0
+#: Mostly none; two Claude Code summaries and the GenAI flag.
+COMPACTIONS = (None, None, None, "claude_code.summary:1", "claude_code.summary:2",
+               sc.GEN_AI_CONVERSATION_COMPACTED)  # fmt: skip
 TOLERANCES = Tolerances(incomplete_after_s=100.0)
 
 
@@ -81,6 +84,7 @@ def manifests(draw: st.DrawFn) -> Manifest:
         sequence=draw(st.none() | st.sampled_from((3, 7, 2**52))),
         issued_calls=draw(st.none() | listed),
         telemetry_cut=draw(st.sampled_from((None, None, None, "content stored off span"))),
+        compaction=draw(st.sampled_from(COMPACTIONS)),
     )
 
 
@@ -121,22 +125,32 @@ def agent_run(draw: st.DrawFn) -> list[Measurement | Manifest]:
 
 
 @st.composite
-def derived_run(draw: st.DrawFn) -> list[Measurement | Manifest]:
+def derived_run(draw: st.DrawFn, compacting: bool = False) -> list[Measurement | Manifest]:
     """A run as the collector derives it from GenAI spans: one or two conversations in
     one trace, each request at the time it started (sequence), its response issuing
     calls, tool spans measuring their output (no step), and the next request of the same
-    conversation carrying the results so far, some cut, dropped or orphaned."""
+    conversation carrying the results so far, some cut, dropped or orphaned. ``compacting``:
+    from some step on, the requests follow a compaction that replaced some results."""
     trace = draw(st.sampled_from(TRACES))
     spans: list[Measurement | Manifest] = []
     clock = 1_700_000_000_000_000
     for conversation in draw(st.sampled_from((("k1",), ("k1", "k2")))):
         issued: list[str] = []
         answered: list[str] = []
-        for step in range(1, draw(st.integers(1, 4)) + 1):
+        steps = draw(st.integers(3 if compacting else 1, 4))
+        # From this step on, the requests follow a compaction that replaced what came before
+        # (from the third: the first request to carry results is the second).
+        compacted_at = draw(st.integers(3, steps)) if compacting else None
+        for step in range(1, steps + 1):
             clock += draw(st.integers(1, 3))
             request = f"{conversation}-req-{step}"
             calls = [c for c in draw(st.lists(st.sampled_from(CALLS), unique=True, max_size=2))]
             calls = [f"{conversation}-{c}" for c in calls if f"{conversation}-{c}" not in issued]
+            compaction = None
+            if compacted_at is not None and step >= compacted_at:
+                compaction = f"claude_code.summary:{compacted_at}"
+                if step == compacted_at:
+                    answered = [c for c in answered if draw(st.integers(0, 2)) == 0]
             carried = [c for c in answered if draw(st.integers(0, 3)) > 0]
             asked = [c for c in issued if c in carried or draw(st.integers(0, 4)) == 0]
             cut = draw(st.sampled_from((None, None, None, None, "invalid JSON at 4096 chars")))
@@ -145,7 +159,8 @@ def derived_run(draw: st.DrawFn) -> list[Measurement | Manifest]:
                          tool_calls=tuple(asked), observed_at=870.0 + step,
                          span_id=f"{step + 200:016x}", source=sc.SOURCE_GENAI,
                          conversation=conversation, sequence=clock,
-                         issued_calls=tuple(calls), telemetry_cut=cut)
+                         issued_calls=tuple(calls), telemetry_cut=cut,
+                         compaction=compaction)
             )  # fmt: skip
             if cut is None:
                 for call in carried:
@@ -174,6 +189,7 @@ def batched_traces(draw: st.DrawFn) -> list[tuple[list[Measurement], list[Manife
         st.lists(measurements() | manifests(), min_size=1, max_size=40)
         | agent_run().map(lambda run: run[:60])
         | derived_run().map(lambda run: run[:60])
+        | derived_run(compacting=True).map(lambda run: run[:60])
     )
     # Replays: some spans again, unchanged, anywhere in the stream.
     if spans:

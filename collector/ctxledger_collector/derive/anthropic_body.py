@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from ctxledger_collector.derive.compaction import claude_code_summary, compaction_key
 from ctxledger_collector.derive.messages import (
     Exchange,
     Message,
@@ -26,6 +27,8 @@ _DECODER = json.JSONDecoder()
 _SPACE = " \t\n\r"
 MESSAGES_KEY = "messages"
 SYSTEM_KEY = "system"
+#: The content block Anthropic's server-side compaction puts in place of the history.
+ANTHROPIC_COMPACTION_BLOCK = "compaction"
 
 
 def _skip(text: str, index: int, chars: str) -> int:
@@ -106,6 +109,7 @@ def _message(raw: dict[str, Any]) -> Message:
     content = raw.get("content")
     if isinstance(content, str):
         message.texts.append(content)
+        message.compaction = claude_code_summary(message.texts) if message.role == "user" else None
         return message
     for block in content if isinstance(content, list) else ():
         if not isinstance(block, dict):
@@ -121,6 +125,10 @@ def _message(raw: dict[str, Any]) -> Message:
             message.results.append(
                 ToolResult(_id(block.get("tool_use_id")), content_text(block.get("content")))
             )
+        elif kind == ANTHROPIC_COMPACTION_BLOCK and message.compaction is None:
+            message.compaction = compaction_key(ANTHROPIC_COMPACTION_BLOCK, block.get("content"))
+    if message.compaction is None and message.role == "user":
+        message.compaction = claude_code_summary(message.texts)
     return message
 
 

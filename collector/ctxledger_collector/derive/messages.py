@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 
 from ctxledger import semconv as sc
+from ctxledger_collector.derive.compaction import compaction_key
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,8 @@ class Message:
     texts: list[str] = field(default_factory=list)
     calls: list[ToolCall] = field(default_factory=list)
     results: list[ToolResult] = field(default_factory=list)
+    #: The compaction a part of the message stands for (:mod:`.compaction`), if any.
+    compaction: str | None = None
 
 
 @dataclass
@@ -98,6 +101,8 @@ def _parts_message(raw: dict[str, Any]) -> Message:
                 message.results.append(ToolResult(_id(part.get("id")), "", VALUE_NOT_CAPTURED))
             else:
                 message.results.append(ToolResult(_id(part.get("id")), as_text(part[key])))
+        elif kind == sc.GEN_AI_PART_COMPACTION and message.compaction is None:
+            message.compaction = compaction_key(sc.GEN_AI_PART_COMPACTION, part)
     return message
 
 

@@ -28,6 +28,7 @@ from ctxledger.text import TextMeasurement, measure_text
 from ctxledger.verdicts import Manifest, Measurement
 from ctxledger_collector.decoded.batch import DerivedStage, IssuedCall, UnmatchedTool
 from ctxledger_collector.derive import cuts
+from ctxledger_collector.derive.compaction import declared_compaction
 from ctxledger_collector.derive.messages import Exchange, Message
 from ctxledger_collector.derive.spans import SourceSpan
 from ctxledger_collector.derive.tool_outputs import ToolOutput, arguments_signature
@@ -181,6 +182,7 @@ def request_records(
         sequence=span.started_us,
         issued_calls=issued,
         telemetry_cut=exchange.input_cut,
+        compaction=declared_compaction(span.attributes, (m.compaction for m in inputs)),
     )
     signatures = [
         IssuedCall(

@@ -29,6 +29,7 @@ from ctxledger_collector.alerts.events import AlertContext, record_events
 from ctxledger_collector.decoded.batch import DecodedBatch
 from ctxledger_collector.decoded.rejection_codes import DATABASE_REFUSED, Rejection
 from ctxledger_collector.judge.call_records import write_issuers, write_origins
+from ctxledger_collector.judge.compaction import compaction_stages, write_compaction_stages
 from ctxledger_collector.judge.lost_results import mark_first_losses
 from ctxledger_collector.judge.tool_matching import match_tools
 from ctxledger_collector.judge.trace_state import SqlTraceState
@@ -137,6 +138,8 @@ class Store:
             keyed = [(i, MANIFEST_COPY_KEY(row)) for i, row in built]
             write_issuers(connection, self.sql, run_ids, batch, keyed, replaced)
             inferred, matched_calls = match_tools(connection, self.sql, run_ids, batch)
+            lists.store(connection, self.sql)  # the manifests' lists, read back just below
+            compacted = compaction_stages(state, [i.manifest for i in batch.manifests], replaced)
             decoded = [*batch.measurements, *inferred]
             chosen = preferred_copies(
                 (
@@ -156,6 +159,7 @@ class Store:
                 measurements,
                 preferred=True,
             )
+            chosen.update(write_compaction_stages(connection, self.sql, run_ids, compacted))
             # What the judge reads back of these rows it may take from the batch, where the
             # stored copy is the batch's own (the copy key tells).
             state.fresh = {
@@ -163,12 +167,14 @@ class Store:
             }
             outcome.measurements, outcome.manifests = len(measurements), len(manifests)
             plan = plan_rejudging(
-                [i.measurement for i in decoded],
+                [*(i.measurement for i in decoded), *compacted.written],
                 [i.manifest for i in batch.manifests],
                 state,
                 replaced,
             )
             plan.whole |= matched_calls
+            for trace_id, call_id, request_id in compacted.deleted:
+                plan.add_journey(trace_id, call_id, request_id)
             judgments = rejudge(plan, state, tolerances=self.tolerances, now=now)
             self._write_judgments(connection, state, judgments, now, outcome)
             write_origins(connection, self.sql, state.run_ids, judgments, plan.whole)

@@ -146,7 +146,31 @@ class SqlTraceState:
     def requests_after(
         self, positions: Collection[PositionKey]
     ) -> Mapping[PositionKey, frozenset[str]]:
+        return self._requests_beside(positions, above=True)
+
+    def seen_requests_before(
+        self, positions: Collection[PositionKey]
+    ) -> Mapping[PositionKey, frozenset[str]]:
+        """Per (trace, conversation, position): the requests of that conversation at the
+        greatest position below it among those whose input the telemetry showed (not
+        :func:`~ctxledger.verdicts.evidence_gaps.unseen`)."""
+        return self._requests_beside(positions, above=False, seen=True)
+
+    def compacted_after(
+        self, positions: Collection[PositionKey]
+    ) -> Mapping[PositionKey, frozenset[str]]:
+        """Per (trace, conversation, position): the requests at the first position above it
+        among those whose input the telemetry showed, where they declare a compaction."""
+        return self._requests_beside(
+            positions, above=True, seen=True, only="AND m.compaction IS NOT NULL"
+        )
+
+    def _requests_beside(
+        self, positions: Collection[PositionKey], above: bool, seen: bool = False, only: str = ""
+    ) -> Mapping[PositionKey, frozenset[str]]:
         keys = sorted({(self.run_ids[t], k, p) for t, k, p in positions})
+        comparison, direction = (">", "") if above else ("<", " DESC")
+        shown = "AND (n.telemetry_cut IS NULL OR n.tool_calls_ref IS NOT NULL) " if seen else ""
         rows = self._per_key(
             ("run_id", "conversation", "position"),
             keys,
@@ -154,8 +178,8 @@ class SqlTraceState:
             f"FROM v {self.sql.join_keys} manifests m "
             "ON m.run_id = v.run_id AND m.conversation = v.conversation "
             "AND m.position = (SELECT n.position FROM manifests n WHERE n.run_id = v.run_id "
-            "AND n.conversation = v.conversation AND n.position > v.position "
-            "ORDER BY n.position LIMIT 1)",
+            f"AND n.conversation = v.conversation AND n.position {comparison} v.position "
+            f"{shown}ORDER BY n.position{direction} LIMIT 1) {shown.replace('n.', 'm.')}{only}",
             text_columns=("conversation",),
         )
         found: dict[PositionKey, set[str]] = defaultdict(set)

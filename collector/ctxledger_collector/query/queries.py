@@ -130,6 +130,7 @@ def _manifest_json(row: Any, lists: StoredLists) -> dict[str, Any]:
         "source": row.source,
         "conversation": row.conversation or None,
         "telemetry_cut": row.telemetry_cut,
+        "compaction": row.compaction,
     }
 
 

@@ -233,6 +233,13 @@ class ManifestPublic(Public):
     telemetry_cut: str | None = Field(
         description="why the telemetry could not show what the request carried"
     )
+    compaction: str | None = Field(
+        default=None,
+        description="the compaction the request follows, as its telemetry declared it (its "
+        "kind and a digest: `claude_code.summary:…`, `compaction:…`, "
+        "`gen_ai.conversation.compacted`); the first request after one carries a "
+        "`compacted` stage for each result its summary replaced",
+    )
 
 
 class RequestPublic(Public):

@@ -117,6 +117,7 @@ def manifest_row(item: DecodedManifest, run_id: int, lists: ListWriter) -> tuple
         man.position,
         lists.ref(man.issued_calls),
         man.telemetry_cut,
+        man.compaction,
     )
 
 

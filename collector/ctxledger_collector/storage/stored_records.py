@@ -134,4 +134,5 @@ def manifest_of(row: Sequence[Any], trace_id: str, lists: StoredLists) -> Manife
         sequence=row[_F["sequence"]],
         issued_calls=listed(row[_F["issued_calls_ref"]], lists),
         telemetry_cut=row[_F["telemetry_cut"]],
+        compaction=row[_F["compaction"]],
     )

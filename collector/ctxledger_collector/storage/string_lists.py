@@ -38,9 +38,12 @@ class ListWriter:
         return digest
 
     def store(self, connection: Connection, sql: Statements) -> None:
-        """Insert the lists not stored yet (a stored list is never rewritten)."""
+        """Insert the lists referred to since the last call and not stored yet (a stored
+        list is never rewritten)."""
         rows = sorted(self.texts.items())
-        sql.insert_new(connection, STRING_LISTS, STRING_LIST_COLUMNS, ("digest",), rows)
+        if rows:
+            sql.insert_new(connection, STRING_LISTS, STRING_LIST_COLUMNS, ("digest",), rows)
+        self.texts.clear()
 
 
 def list_refs(rows: Sequence[Sequence[object]], *indexes: int) -> set[bytes]:

@@ -155,6 +155,7 @@ class ManifestRow(SQLModel, table=True):
     position: int | None = big_integer(nullable=True)
     issued_calls_ref: bytes | None = digest_column()
     telemetry_cut: str | None = text_column()
+    compaction: str | None = text_column()
 
 
 class CallRow(SQLModel, table=True):

@@ -10,7 +10,7 @@ import streamlit as st
 
 from ctxledger import semconv as sc
 from ctxledger.verdicts import VERDICT_MEANINGS, VERDICT_SEVERITY
-from ctxledger_dashboard import charts, runtime_requests, server_read
+from ctxledger_dashboard import charts, compaction_notice, runtime_requests, server_read
 from ctxledger_dashboard.incident_tables import RUN_COLUMNS, styled
 from ctxledger_dashboard.journey_parts import journey_title, result_vanished, stage_table
 from ctxledger_dashboard.markdown_text import code, plain
@@ -202,6 +202,7 @@ def _step(step: dict[str, Any], focus_step: int | None, focus_call: str | None) 
         for request in step["requests"]:
             if request["manifest"] is not None:
                 _manifest(request["manifest"])
+                compaction_notice.render(request["manifest"], request["journeys"])
             elif request["request_id"] is None:
                 st.markdown("**Before any request** (stages measured as the tool returned)")
             server_read.render(request["request_id"], request["journeys"])

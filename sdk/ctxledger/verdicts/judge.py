@@ -17,6 +17,7 @@ from ctxledger.verdicts.call_origins import (
     issuer_origin,
     requests_following,
 )
+from ctxledger.verdicts.compaction import compaction_stages
 from ctxledger.verdicts.duplicates import preferred_copy
 from ctxledger.verdicts.evidence_gaps import first_unseen
 from ctxledger.verdicts.journeys import CallEvidence, judge_call
@@ -60,7 +61,8 @@ def judge_trace(
     before: dict[str, list[Measurement]] = defaultdict(list)
     in_request: dict[str, dict[str, list[Measurement]]] = defaultdict(lambda: defaultdict(list))
     trace_ids: dict[str, str] = {}
-    for m in dedupe_measurements(measurements):
+    compacted = compaction_stages(by_request.values())
+    for m in dedupe_measurements([*measurements, *compacted]):
         trace_ids.setdefault(m.tool_call_id, m.trace_id)
         if m.request_id is None:
             before[m.tool_call_id].append(m)

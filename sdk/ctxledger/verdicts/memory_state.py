@@ -8,7 +8,9 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
 
+from ctxledger import semconv
 from ctxledger.verdicts.call_origins import Origin, call_origin, issuer_origin
+from ctxledger.verdicts.compaction import compaction_stages
 from ctxledger.verdicts.duplicates import preferred_copy_key
 from ctxledger.verdicts.evidence_gaps import first_unseen
 from ctxledger.verdicts.incremental import (
@@ -82,8 +84,33 @@ class MemoryTraceState:
             self._keep(m)
         for man in manifests:
             self._keep_manifest(man)
-        plan = plan_rejudging(measurements, manifests, self, replaced)
+        written, deleted = self._recompact({man.trace_id for man in manifests})
+        plan = plan_rejudging([*measurements, *written], manifests, self, replaced)
+        for trace_id, call_id, request_id in deleted:
+            plan.add_journey(trace_id, call_id, request_id)
         return self.apply(rejudge(plan, self, tolerances=self.tolerances, now=now))
+
+    def _recompact(self, traces: set[str]) -> tuple[list[Measurement], list[JourneyKey]]:
+        """Bring the traces' ``compacted`` stages in line with their manifests: the stages
+        written, and the journeys whose stage was deleted."""
+        wanted = {
+            (m.trace_id, m.tool_call_id, m.request_id, m.stage): m
+            for t in traces
+            for m in compaction_stages(self._trace_manifests(t))
+        }
+        held = [k for k in self._stages if k[0] in traces and k[3] == semconv.STAGE_COMPACTED]
+        deleted: list[JourneyKey] = []
+        for key in held:
+            if key not in wanted and key[2] is not None:
+                del self._stages[key]
+                self._calls[(key[0], key[1])].discard(key)
+                deleted.append((key[0], key[1], key[2]))
+        written = [m for key, m in wanted.items() if self._stages.get(key) != m]
+        for m in written:
+            key = (m.trace_id, m.tool_call_id, m.request_id, m.stage)
+            self._stages[key] = m
+            self._calls[(m.trace_id, m.tool_call_id)].add(key)
+        return written, deleted
 
     def sweep(self, now: float) -> list[Report]:
         """Re-judge the journeys still waiting for later stages; the reports written."""

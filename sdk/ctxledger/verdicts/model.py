@@ -131,6 +131,10 @@ class Manifest:
     """The tool calls the request's response issued (None: not known)."""
     telemetry_cut: str | None = None
     """Why the telemetry could not show what the request carried (None: it could)."""
+    compaction: str | None = None
+    """The compaction the request follows, as its telemetry names it (None: none it
+    declares). Requests naming the same compaction lie on the same side of it; the first
+    of them does not carry the results its runtime summarized away."""
 
     @property
     def position(self) -> int | None:

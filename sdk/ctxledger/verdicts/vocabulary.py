@@ -95,6 +95,8 @@ def loss_layer(from_stage: str, to_stage: str) -> str:
     """Where a loss found between two stages sits in the pipeline."""
     if to_stage == semconv.STAGE_RECEIVED:
         return LAYER_MODEL_SERVER
+    if to_stage == semconv.STAGE_COMPACTED:  # the runtime rebuilt the history from a summary
+        return LAYER_REQUEST
     return LOSS_LAYERS.get((from_stage, to_stage), f"between stage {from_stage} and {to_stage}")
 
 
