@@ -56,6 +56,8 @@ def compaction_stages(
     batch = [*manifests, *replaced.values()]
     positions = {p for m in batch if (p := _position(m)) is not None}
     above = state.compacted_after(positions) if positions else {}
+    if not any(m.compaction for m in batch) and not any(above.values()):
+        return CompactionStages()  # no compaction near: nothing to read (the usual case)
     requests = {(m.trace_id, m.request_id) for m in batch}
     requests |= {(p[0], r) for p, found in above.items() for r in found}
     stored = state.manifests(requests)

@@ -25,7 +25,13 @@ from ctxledger.verdicts.incremental import (
     PositionRange,
     RequestKey,
 )
-from ctxledger_collector.storage.rows import MANIFEST_COLUMNS, MEASUREMENT_COLUMNS, MEASUREMENT_KEY
+from ctxledger_collector.judge.stored_stages import STORED_STAGES, StoredStages
+from ctxledger_collector.storage.rows import (
+    MANIFEST_COLUMNS,
+    MEASUREMENT_COLUMNS,
+    MEASUREMENT_COPY_KEY,
+    MEASUREMENT_KEY,
+)
 from ctxledger_collector.storage.statements import Statements
 from ctxledger_collector.storage.stored_records import (
     MANIFEST_LISTS,
@@ -47,6 +53,7 @@ class SqlTraceState:
         connection: Connection,
         run_ids: Mapping[str, int],
         fresh: Mapping[tuple[Any, ...], tuple[tuple[Any, ...], Measurement]] | None = None,
+        stored_stages: StoredStages = STORED_STAGES,
     ) -> None:
         self.connection = connection
         self.sql = Statements(connection.dialect.name)
@@ -58,6 +65,7 @@ class SqlTraceState:
         self.fresh = dict(fresh or {})
         #: Every manifest read so far (the store dates reports by them).
         self.manifests_read: dict[RequestKey, Manifest] = {}
+        self.stored_stages = stored_stages
 
     def rows_by_keys(
         self,
@@ -71,7 +79,8 @@ class SqlTraceState:
 
     def _measurements(self, keys: Collection[tuple[int, str, str]]) -> list[Measurement]:
         """The stored measurements of many (run, call, request key) groups: which ones
-        exist from their keys alone, then whole rows only for those not just written."""
+        exist from their keys alone, then whole rows only for those neither just written
+        nor read before (:mod:`.stored_stages`)."""
         stored = self.rows_by_keys(
             MEASUREMENTS, (*MEASUREMENT_KEY, *COPY_KEY), MEASUREMENT_KEY[:3], keys
         )
@@ -83,12 +92,19 @@ class SqlTraceState:
             fresh = self.fresh.get(key)
             if fresh is not None and fresh[0] == copy:
                 found.append(fresh[1])
+                self.stored_stages.put(key, copy, fresh[1])
+            elif (seen := self.stored_stages.get(key, copy)) is not None:
+                found.append(seen)
             else:
                 missing.append(key)
         if missing:
             rows = self.rows_by_keys(MEASUREMENTS, MEASUREMENT_COLUMNS, MEASUREMENT_KEY, missing)
             lists = read_lists(self.connection, self.sql, list_refs(rows, *MEASUREMENT_LISTS))
-            found += [measurement_of(row, self.trace_ids[row[_RUN]], lists) for row in rows]
+            for row in rows:
+                record = measurement_of(row, self.trace_ids[row[_RUN]], lists)
+                values = tuple(row)
+                self.stored_stages.put(values[:width], MEASUREMENT_COPY_KEY(values), record)
+                found.append(record)
         return found
 
     # --- TraceState ----------------------------------------------------------------------
