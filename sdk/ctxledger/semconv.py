@@ -322,6 +322,10 @@ GEN_AI_SYSTEM_FINGERPRINTS: Final = (
 ``system_fingerprint`` (ollama answers ``fp_ollama``)."""
 GEN_AI_TOOL_CALL_ARGUMENTS: Final = "gen_ai.tool.call.arguments"
 GEN_AI_TOOL_CALL_RESULT: Final = "gen_ai.tool.call.result"
+GEN_AI_TOOL_CALL_RESULTS: Final = (GEN_AI_TOOL_CALL_RESULT, "tool_response")
+"""Where an ``execute_tool`` span holds the tool's result: the conventions' attribute, and
+pydantic-ai's ``tool_response`` (its instrumentation version 2, ``running tool`` spans)."""
+GEN_AI_TOOL_CALL_ARGUMENTS_KEYS: Final = (GEN_AI_TOOL_CALL_ARGUMENTS, "tool_arguments")
 GEN_AI_PART_TEXT: Final = "text"
 GEN_AI_PART_TOOL_CALL: Final = "tool_call"
 GEN_AI_PART_TOOL_CALL_RESPONSE: Final = "tool_call_response"

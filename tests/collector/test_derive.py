@@ -321,3 +321,24 @@ def test_spans_of_no_convention_are_ignored_and_counted() -> None:
     body = _otlp_json({"http.method": "GET"})
     batch = decode_export_request(body, "application/json")
     assert (batch.derived, batch.ignored, batch.measurements, batch.manifests) == (0, 1, [], [])
+
+
+@pytest.mark.parametrize(
+    ("arguments", "result"),
+    [
+        ("gen_ai.tool.call.arguments", "gen_ai.tool.call.result"),
+        ("tool_arguments", "tool_response"),
+    ],
+    ids=["conventions", "pydantic-ai-v2"],
+)
+def test_a_tool_spans_result_under_either_name(arguments: str, result: str) -> None:
+    """pydantic-ai's instrumentation version 2 writes ``running tool`` spans with the
+    result under ``tool_response``; later versions follow the conventions."""
+    derived = derive_span(span("3", {
+        "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search_orders",
+        "gen_ai.tool.call.id": "c1", arguments: '{"status": "paid"}', result: ROWS,
+    }, scope_name="pydantic-ai"))  # fmt: skip
+    assert derived is not None
+    (stage,) = derived.stages
+    assert (stage.measurement.stage, stage.measurement.chars) == (sc.STAGE_ORIGINAL, len(ROWS))
+    assert stage.measurement.telemetry_cut is None

@@ -75,8 +75,9 @@ def read_tool_output(span: SourceSpan) -> ToolOutput | None:
         return _traceloop(span)
     if attrs.get(sc.GEN_AI_OPERATION_NAME) == sc.GEN_AI_EXECUTE_TOOL:
         return _tool_span(
-            span, sc.TOOL_CALL_ID, sc.TOOL_NAME, sc.GEN_AI_TOOL_CALL_ARGUMENTS,
-            sc.GEN_AI_TOOL_CALL_RESULT, sc.SOURCE_GENAI,
+            span, sc.TOOL_CALL_ID, sc.TOOL_NAME,
+            _first_present(attrs, sc.GEN_AI_TOOL_CALL_ARGUMENTS_KEYS),
+            _first_present(attrs, sc.GEN_AI_TOOL_CALL_RESULTS), sc.SOURCE_GENAI,
         )  # fmt: skip
     if attrs.get(sc.AI_OPERATION_ID) == sc.AI_TOOL_CALL:
         return _tool_span(

@@ -6,7 +6,8 @@ carries.
     python pydantic_ai_agent.py CASE[,CASE...] ENDPOINT...
 
 A case is a pipeline (agent_kit.PIPELINES), ``-off`` appended for
-``include_content=False``. Prints {case: {trace_id, calls}}.
+``include_content=False``, ``@N`` for the instrumentation's data format version N (2 to 6;
+its default otherwise). Prints {case: {trace_id, calls}}.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ model = OpenAIChatModel("gpt-4o", provider=OpenAIProvider(base_url=base_url(), a
 
 
 def agent_for(case: str) -> Agent:
+    case, _, version = case.partition("@")
     pipeline, _, off = case.partition("-")
 
     def trim(messages: list[ModelMessage]) -> list[ModelMessage]:
@@ -45,7 +47,11 @@ def agent_for(case: str) -> Agent:
             kept.append(message)
         return kept
 
-    settings = InstrumentationSettings(tracer_provider=provider, include_content=off != "off")
+    settings = InstrumentationSettings(
+        tracer_provider=provider,
+        include_content=off != "off",
+        **({"version": int(version)} if version else {}),
+    )
     capabilities = [Instrumentation(settings=settings), ProcessHistory(trim)]
     agent = Agent(model, capabilities=capabilities)
 
