@@ -262,6 +262,9 @@ SOURCE_VERCEL_AI: Final = "vercel_ai"
 SOURCE_CLAUDE_CODE: Final = "claude_code"
 """Claude Code's own telemetry (its ``claude_code.tool`` span's ``tool.output`` event, its
 ``claude_code.api_request_body`` log events)."""
+SOURCE_STRANDS: Final = "strands"
+"""Strands Agents' own telemetry (its ``chat`` and ``execute_tool`` spans, messages in the
+Bedrock Converse shape, as span events or the latest conventions' event)."""
 CLAUDE_CODE_SPAN_REQUEST_PREFIX: Final = "llm_request:"
 """*Extension.* The request id of a Claude Code ``llm_request`` span (which never shows
 the messages) begins with this; its request body's id is the ``request_body_id``."""

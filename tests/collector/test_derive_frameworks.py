@@ -1,11 +1,14 @@
 """Agent frameworks' own telemetry, derived and judged: spans recorded from the real
-packages (``derive_spans/langchain_openinference.json`` and ``pydantic_ai.json``, made by
-``record_frameworks.py``): LangChain under OpenInference, pydantic-ai's instrumentation."""
+packages (``derive_spans/langchain_openinference.json``, ``pydantic_ai.json`` and
+``strands_*.json``, made by ``record_frameworks.py``): LangChain under OpenInference,
+pydantic-ai's instrumentation, Strands Agents' own telemetry."""
 
 from __future__ import annotations
 
 import json
 from collections import defaultdict
+
+import pytest
 
 from ctxledger import semconv as sc
 from ctxledger.verdicts import Report, judge_trace
@@ -87,3 +90,25 @@ def test_an_output_that_is_not_a_tool_message_still_waits_for_its_call() -> None
     )  # fmt: skip
     assert derived is not None
     assert derived.stages == [] and len(derived.unmatched) == 1
+
+
+@pytest.mark.parametrize("recording", ["strands_legacy", "strands_latest"])
+def test_strands_cuts_and_redaction(recording: str) -> None:
+    """Strands' default span events and its latest conventions: each result's blocks read
+    as the text the model got (40 rows), the hook's silent cut and declared cut found, and
+    with everything redacted, unauditable naming the setting."""
+    runs = judged(recording)
+    expected = {
+        "whole": (sc.VERDICT_INTACT, 0),
+        "cut": (sc.VERDICT_SILENT, 25),
+        "marker": (sc.VERDICT_DECLARED, 30),
+    }
+    for case, (verdict, lost) in expected.items():
+        (report,) = runs[f"orders-agent {case}"]
+        assert (report.verdict, report.lost_items, report.source) == (
+            verdict, lost, sc.SOURCE_STRANDS,
+        ), report  # fmt: skip
+        assert [(s.stage, s.items) for s in report.stages][:1] == [(sc.STAGE_ORIGINAL, 40)]
+    (off,) = runs["orders-agent whole-off"]
+    assert (off.verdict, off.settled) == (sc.VERDICT_UNAUDITABLE, True)
+    assert any("gen_ai_unredacted_attributes" in note for note in off.notes), off.notes

@@ -26,6 +26,9 @@ from .cached_installs import installed_python
 from .helpers import REPO_ROOT
 
 FRAMEWORKS = REPO_ROOT / "tests" / "e2e" / "frameworks"
+STRANDS = REPO_ROOT / "tests" / "e2e" / "strands"
+STRANDS_LATEST = "gen_ai_latest_experimental"
+STRANDS_REDACTED = "gen_ai_unredacted_attributes="
 #: What each pipeline's journey must be judged, and the items it lost.
 PIPELINES = {
     "whole": (sc.VERDICT_INTACT, 0),
@@ -51,6 +54,12 @@ def collectors(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, L
 @pytest.fixture(scope="module")
 def python() -> Path:
     return installed_python(FRAMEWORKS)
+
+
+@pytest.fixture(scope="module")
+def strands_python() -> Path:
+    """Strands Agents' own environment (its pins clash with the other frameworks')."""
+    return installed_python(STRANDS)
 
 
 def run_agent(
@@ -157,4 +166,24 @@ def test_pydantic_ai_under_each_instrumentation_version(
     off = runs.pop(f"whole-off@{version}")
     check_pipelines(runs, collectors, sc.SOURCE_GENAI)
     found = check_content_off(off, collectors, INCLUDE_CONTENT, f"include_content=False@{version}")
+    assert all(r["verdict"] == sc.VERDICT_UNAUDITABLE for r in found), found
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("latest", [False, True], ids=["span-events", "latest-conventions"])
+def test_strands_agents_under_its_own_telemetry(
+    latest: bool, strands_python: Path, collectors: dict[str, LiveCollector]
+) -> None:
+    """Strands' messages in the Bedrock Converse shape, as its default span events or the
+    latest conventions' event: a cut in a BeforeModelCallEvent hook silent, one with a
+    marker declared; with every value redacted, unauditable naming the setting."""
+    opt_in = [STRANDS_LATEST] if latest else []
+    env = {"OTEL_SEMCONV_STABILITY_OPT_IN": ",".join(opt_in)}
+    runs = run_agent(strands_python, "strands_agent.py", list(PIPELINES), collectors, **env)
+    check_pipelines(runs, collectors, sc.SOURCE_STRANDS)
+    env = {"OTEL_SEMCONV_STABILITY_OPT_IN": ",".join([*opt_in, STRANDS_REDACTED])}
+    (off,) = run_agent(
+        strands_python, "strands_agent.py", ["whole-off"], collectors, **env
+    ).values()
+    found = check_content_off(off, collectors, "gen_ai_unredacted_attributes", "redacted")
     assert all(r["verdict"] == sc.VERDICT_UNAUDITABLE for r in found), found

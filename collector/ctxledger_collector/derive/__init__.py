@@ -17,7 +17,7 @@ from ctxledger import semconv as sc
 from ctxledger.verdicts import Manifest, Measurement
 from ctxledger.verdicts.model import ReceivedRecord
 from ctxledger_collector.decoded.batch import DerivedStage, IssuedCall, UnmatchedTool
-from ctxledger_collector.derive import claude_code, cuts
+from ctxledger_collector.derive import claude_code, cuts, strands
 from ctxledger_collector.derive.claude_code import keyed_by_session
 from ctxledger_collector.derive.claude_code_logs import LogEvent, request_body_records
 from ctxledger_collector.derive.claude_code_usage import UsagePairs
@@ -96,13 +96,15 @@ def _exchange(span: SourceSpan) -> tuple[Exchange, str, str | None] | None:
         return None
     if span.scope_name == cuts.CLAUDE_CODE_SCOPE:
         source = sc.SOURCE_CLAUDE_CODE
+    elif span.scope_name == cuts.STRANDS_SCOPE:
+        source = sc.SOURCE_STRANDS
     return exchange, source, model if isinstance(model, str) and model else None
 
 
 def derive_span(span: SourceSpan, keep_content: bool = False) -> Derived | None:
     """The records one span gives, or None when it shows nothing derivation reads (no
     inference or tool span, or one without content and no sign of where it went)."""
-    span = keyed_by_session(span)
+    span = strands.as_conventions(keyed_by_session(span))
     output = read_tool_output(span)
     if output is not None:
         record = tool_record(span, output, keep_content)

@@ -112,6 +112,12 @@ CLAUDE_CODE_MESSAGES_FIX = (
 )
 #: The tracer name pydantic-ai's instrumentation (and Logfire's) uses.
 PYDANTIC_AI_SCOPE = "pydantic-ai"
+STRANDS_SCOPE = "strands.telemetry.tracer"
+STRANDS_FIX = (
+    "Strands replaces messages and tool results by [REDACTED] when "
+    "OTEL_SEMCONV_STABILITY_OPT_IN holds gen_ai_unredacted_attributes=...: list "
+    "gen_ai.input.messages;gen_ai.output.messages;gen_ai.tool.call.result there, or drop it"
+)
 _OPENLLMETRY_SIGNS = ("gen_ai.is_streaming", "llm.is_streaming", "llm.request.type")
 
 
@@ -159,6 +165,8 @@ def no_messages(scope: str | None, attributes: Mapping[str, Any]) -> str:
         return (
             f"the span carries no gen_ai.input.messages (content capture is off): {PYDANTIC_AI_FIX}"
         )
+    if scope == STRANDS_SCOPE:
+        return f"the span's messages are redacted: {STRANDS_FIX}"
     fix = OPENLLMETRY_FIX if _openllmetry(scope, attributes) else OTEL_GENAI_FIX
     return f"the span carries no gen_ai.input.messages (content capture is off): {fix}"
 
@@ -169,6 +177,8 @@ def no_content(attribute: str, scope: str | None, attributes: Mapping[str, Any])
         return vercel_ai_no_content(attribute)
     if scope == PYDANTIC_AI_SCOPE:
         return f"the span carries no {attribute} (content capture is off): {PYDANTIC_AI_FIX}"
+    if scope == STRANDS_SCOPE:
+        return f"the span's {attribute} is redacted: {STRANDS_FIX}"
     if _openllmetry(scope, attributes):
         fix = OPENLLMETRY_FIX
     else:

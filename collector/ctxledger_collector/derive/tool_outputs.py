@@ -77,7 +77,8 @@ def read_tool_output(span: SourceSpan) -> ToolOutput | None:
         return _tool_span(
             span, sc.TOOL_CALL_ID, sc.TOOL_NAME,
             _first_present(attrs, sc.GEN_AI_TOOL_CALL_ARGUMENTS_KEYS),
-            _first_present(attrs, sc.GEN_AI_TOOL_CALL_RESULTS), sc.SOURCE_GENAI,
+            _first_present(attrs, sc.GEN_AI_TOOL_CALL_RESULTS),
+            sc.SOURCE_STRANDS if span.scope_name == cuts.STRANDS_SCOPE else sc.SOURCE_GENAI,
         )  # fmt: skip
     if attrs.get(sc.AI_OPERATION_ID) == sc.AI_TOOL_CALL:
         return _tool_span(
