@@ -265,6 +265,9 @@ SOURCE_CLAUDE_CODE: Final = "claude_code"
 SOURCE_STRANDS: Final = "strands"
 """Strands Agents' own telemetry (its ``chat`` and ``execute_tool`` spans, messages in the
 Bedrock Converse shape, as span events or the latest conventions' event)."""
+SOURCE_ADK: Final = "adk"
+"""Google ADK's own telemetry (its GenAI conventions spans, or its older ``call_llm`` spans
+with ``gcp.vertex.agent.llm_request`` and ``gcp.vertex.agent.tool_response``)."""
 CLAUDE_CODE_SPAN_REQUEST_PREFIX: Final = "llm_request:"
 """*Extension.* The request id of a Claude Code ``llm_request`` span (which never shows
 the messages) begins with this; its request body's id is the ``request_body_id``."""

@@ -12,7 +12,7 @@ import pytest
 
 from ctxledger import semconv as sc
 from ctxledger.verdicts import Report, judge_trace
-from ctxledger_collector.derive import SourceSpan, derive_span
+from ctxledger_collector.derive import SourceSpan, derive_span, may_derive
 
 from .test_derive import derive_all, recorded, span
 
@@ -92,23 +92,44 @@ def test_an_output_that_is_not_a_tool_message_still_waits_for_its_call() -> None
     assert derived.stages == [] and len(derived.unmatched) == 1
 
 
+#: Each framework agent's pipeline: its verdict and the rows it lost (of 40).
+PIPELINES = {
+    "whole": (sc.VERDICT_INTACT, 0),
+    "cut": (sc.VERDICT_SILENT, 25),
+    "marker": (sc.VERDICT_DECLARED, 30),
+}
+
+
+def check_pipelines(runs: dict[str, list[Report]], source: str) -> None:
+    """Each pipeline's one journey judged as it must be, against the tool's 40 rows."""
+    for case, (verdict, lost) in PIPELINES.items():
+        (report,) = runs[f"orders-agent {case}"]
+        assert (report.verdict, report.lost_items, report.source) == (verdict, lost, source)
+        assert [(s.stage, s.items) for s in report.stages][:1] == [(sc.STAGE_ORIGINAL, 40)]
+
+
 @pytest.mark.parametrize("recording", ["strands_legacy", "strands_latest"])
 def test_strands_cuts_and_redaction(recording: str) -> None:
     """Strands' default span events and its latest conventions: each result's blocks read
     as the text the model got (40 rows), the hook's silent cut and declared cut found, and
     with everything redacted, unauditable naming the setting."""
     runs = judged(recording)
-    expected = {
-        "whole": (sc.VERDICT_INTACT, 0),
-        "cut": (sc.VERDICT_SILENT, 25),
-        "marker": (sc.VERDICT_DECLARED, 30),
-    }
-    for case, (verdict, lost) in expected.items():
-        (report,) = runs[f"orders-agent {case}"]
-        assert (report.verdict, report.lost_items, report.source) == (
-            verdict, lost, sc.SOURCE_STRANDS,
-        ), report  # fmt: skip
-        assert [(s.stage, s.items) for s in report.stages][:1] == [(sc.STAGE_ORIGINAL, 40)]
+    check_pipelines(runs, sc.SOURCE_STRANDS)
     (off,) = runs["orders-agent whole-off"]
     assert (off.verdict, off.settled) == (sc.VERDICT_UNAUDITABLE, True)
     assert any("gen_ai_unredacted_attributes" in note for note in off.notes), off.notes
+
+
+@pytest.mark.parametrize("recording", ["adk_semconv", "adk_legacy"])
+def test_google_adk_cuts_and_content_off(recording: str) -> None:
+    """Google ADK's default GenAI spans and its older ``call_llm`` spans: its
+    ``{"result": ...}`` wrapping taken off (40 rows), the callback's silent cut and
+    declared cut found, and with content off, unauditable naming ADK's settings."""
+    runs = judged(recording)
+    check_pipelines(runs, sc.SOURCE_ADK)
+    off = runs["orders-agent whole-off"]
+    assert off and all(r.verdict == sc.VERDICT_UNAUDITABLE and r.settled for r in off), off
+    # The older call_llm spans name no operation: decoding must still derive them.
+    assert all(may_derive(s.attributes) for s in recorded(recording) if s.name == "call_llm")
+    notes = " ".join(n for r in off for n in r.notes)
+    assert "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT" in notes, notes

@@ -27,6 +27,9 @@ from .helpers import REPO_ROOT
 
 FRAMEWORKS = REPO_ROOT / "tests" / "e2e" / "frameworks"
 STRANDS = REPO_ROOT / "tests" / "e2e" / "strands"
+ADK = REPO_ROOT / "tests" / "e2e" / "adk"
+ADK_CONTENT = {"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "span_only"}
+ADK_OLDER = {"ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN": "1"}
 STRANDS_LATEST = "gen_ai_latest_experimental"
 STRANDS_REDACTED = "gen_ai_unredacted_attributes="
 #: What each pipeline's journey must be judged, and the items it lost.
@@ -54,6 +57,12 @@ def collectors(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, L
 @pytest.fixture(scope="module")
 def python() -> Path:
     return installed_python(FRAMEWORKS)
+
+
+@pytest.fixture(scope="module")
+def adk_python() -> Path:
+    """Google ADK's own environment (with LiteLLM, for its OpenAI-compatible model)."""
+    return installed_python(ADK)
 
 
 @pytest.fixture(scope="module")
@@ -186,4 +195,26 @@ def test_strands_agents_under_its_own_telemetry(
         strands_python, "strands_agent.py", ["whole-off"], collectors, **env
     ).values()
     found = check_content_off(off, collectors, "gen_ai_unredacted_attributes", "redacted")
+    assert all(r["verdict"] == sc.VERDICT_UNAUDITABLE for r in found), found
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("older", [False, True], ids=["genai-spans", "call-llm-spans"])
+def test_google_adk_under_its_own_telemetry(
+    older: bool, adk_python: Path, collectors: dict[str, LiveCollector]
+) -> None:
+    """Google ADK through LiteLLM to the stand-in, offline: its GenAI spans (content on
+    spans with span_only) or its older call_llm spans; a cut in a before_model_callback
+    silent, one with a marker declared; content off unauditable, naming the setting."""
+    schema = ADK_OLDER if older else {}
+    runs = run_agent(
+        adk_python, "adk_agent.py", list(PIPELINES), collectors, **ADK_CONTENT, **schema
+    )
+    check_pipelines(runs, collectors, sc.SOURCE_ADK)
+    off_env = {"ADK_CAPTURE_MESSAGE_CONTENT_IN_SPANS": "false"} if older else {}
+    (off,) = run_agent(
+        adk_python, "adk_agent.py", ["whole-off"], collectors, **schema, **off_env
+    ).values()
+    setting = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+    found = check_content_off(off, collectors, setting, "content off")
     assert all(r["verdict"] == sc.VERDICT_UNAUDITABLE for r in found), found

@@ -17,7 +17,7 @@ from ctxledger import semconv as sc
 from ctxledger.verdicts import Manifest, Measurement
 from ctxledger.verdicts.model import ReceivedRecord
 from ctxledger_collector.decoded.batch import DerivedStage, IssuedCall, UnmatchedTool
-from ctxledger_collector.derive import claude_code, cuts, strands
+from ctxledger_collector.derive import adk, claude_code, cuts, strands
 from ctxledger_collector.derive.claude_code import keyed_by_session
 from ctxledger_collector.derive.claude_code_logs import LogEvent, request_body_records
 from ctxledger_collector.derive.claude_code_usage import UsagePairs
@@ -68,6 +68,7 @@ def may_derive(attributes: dict[str, Any]) -> bool:
         or sc.OPENINFERENCE_SPAN_KIND in attributes
         or sc.TRACELOOP_SPAN_KIND in attributes
         or sc.AI_OPERATION_ID in attributes
+        or adk.LLM_REQUEST in attributes  # ADK's older call_llm spans name no operation
         or has_openllmetry_prompts(attributes)
     )
 
@@ -98,13 +99,15 @@ def _exchange(span: SourceSpan) -> tuple[Exchange, str, str | None] | None:
         source = sc.SOURCE_CLAUDE_CODE
     elif span.scope_name == cuts.STRANDS_SCOPE:
         source = sc.SOURCE_STRANDS
+    elif span.scope_name == cuts.ADK_SCOPE:
+        source = sc.SOURCE_ADK
     return exchange, source, model if isinstance(model, str) and model else None
 
 
 def derive_span(span: SourceSpan, keep_content: bool = False) -> Derived | None:
     """The records one span gives, or None when it shows nothing derivation reads (no
     inference or tool span, or one without content and no sign of where it went)."""
-    span = strands.as_conventions(keyed_by_session(span))
+    span = adk.as_conventions(strands.as_conventions(keyed_by_session(span)))
     output = read_tool_output(span)
     if output is not None:
         record = tool_record(span, output, keep_content)

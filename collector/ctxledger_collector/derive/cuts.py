@@ -113,6 +113,14 @@ CLAUDE_CODE_MESSAGES_FIX = (
 #: The tracer name pydantic-ai's instrumentation (and Logfire's) uses.
 PYDANTIC_AI_SCOPE = "pydantic-ai"
 STRANDS_SCOPE = "strands.telemetry.tracer"
+#: The tracer Google ADK's spans come from.
+ADK_SCOPE = "gcp.vertex.agent"
+ADK_FIX = (
+    "Google ADK records prompts, tool arguments and results on its spans only with "
+    "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=span_only (or span_and_event); "
+    "its older spans (ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN=1) with "
+    "ADK_CAPTURE_MESSAGE_CONTENT_IN_SPANS unset or true"
+)
 STRANDS_FIX = (
     "Strands replaces messages and tool results by [REDACTED] when "
     "OTEL_SEMCONV_STABILITY_OPT_IN holds gen_ai_unredacted_attributes=...: list "
@@ -167,6 +175,8 @@ def no_messages(scope: str | None, attributes: Mapping[str, Any]) -> str:
         )
     if scope == STRANDS_SCOPE:
         return f"the span's messages are redacted: {STRANDS_FIX}"
+    if scope == ADK_SCOPE:
+        return f"the span carries no gen_ai.input.messages (content capture is off): {ADK_FIX}"
     fix = OPENLLMETRY_FIX if _openllmetry(scope, attributes) else OTEL_GENAI_FIX
     return f"the span carries no gen_ai.input.messages (content capture is off): {fix}"
 
@@ -179,6 +189,8 @@ def no_content(attribute: str, scope: str | None, attributes: Mapping[str, Any])
         return f"the span carries no {attribute} (content capture is off): {PYDANTIC_AI_FIX}"
     if scope == STRANDS_SCOPE:
         return f"the span's {attribute} is redacted: {STRANDS_FIX}"
+    if scope == ADK_SCOPE:
+        return f"the span carries no {attribute} (content capture is off): {ADK_FIX}"
     if _openllmetry(scope, attributes):
         fix = OPENLLMETRY_FIX
     else:

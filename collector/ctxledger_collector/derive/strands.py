@@ -28,6 +28,7 @@ import orjson
 from ctxledger import semconv as sc
 from ctxledger_collector.derive.cuts import STRANDS_SCOPE
 from ctxledger_collector.derive.messages import parse_json
+from ctxledger_collector.derive.result_parts import map_results
 from ctxledger_collector.derive.spans import SourceSpan
 
 #: What Strands writes in place of a value its redaction policy keeps out.
@@ -102,19 +103,6 @@ def _from_message_events(span: SourceSpan) -> dict[str, Any]:
     return found
 
 
-def _results_as_text(messages: Any) -> Any:
-    """The conventions' messages with each ``tool_call_response`` as the text it was."""
-    try:
-        parsed = parse_json(messages)
-    except ValueError:
-        return messages  # cut by the telemetry: read as it is
-    for message in parsed if isinstance(parsed, list) else ():
-        for part in message.get("parts") or () if isinstance(message, dict) else ():
-            if isinstance(part, dict) and part.get("type") == sc.GEN_AI_PART_TOOL_CALL_RESPONSE:
-                part["response"] = result_text(part.get("response"))
-    return orjson.dumps(parsed).decode()
-
-
 def _tool_result(span: SourceSpan) -> Any:
     """A tool span's result: its attribute, else its ``gen_ai.choice`` event's message
     (None where there is none, or Strands redacted it)."""
@@ -137,7 +125,7 @@ def _messages(span: SourceSpan) -> dict[str, Any]:
     if not found:
         found = _from_message_events(span)
     return {
-        key: _results_as_text(value)
+        key: map_results(value, result_text)
         for key, value in found.items()
         if isinstance(value, str) and REDACTED_JSON not in value and value != REDACTED
     }

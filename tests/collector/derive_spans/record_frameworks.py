@@ -8,8 +8,9 @@ against the provider stand-in and writes every span to ``langchain_openinference
 tests/e2e/strands' environment) to ``strands_legacy.json`` and ``strands_latest.json``
 (whole, cut and declared, then with every message and result redacted; its default
 conventions, then ``OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental``) beside
-this file. Re-run
-after upgrading either requirements.txt.
+this file; the Google ADK agent (tests/e2e/adk's environment) to ``adk_semconv.json``
+(its default GenAI conventions, content on and off) and ``adk_legacy.json`` (its older
+``call_llm`` spans). Re-run after upgrading any of those requirements.txt.
 """
 
 from __future__ import annotations
@@ -33,6 +34,10 @@ OPT_IN = "OTEL_SEMCONV_STABILITY_OPT_IN"
 LATEST = {OPT_IN: "gen_ai_latest_experimental"}
 #: Strands' redaction of every message and tool result (an empty list of attributes kept).
 REDACTED = "gen_ai_unredacted_attributes="
+#: Google ADK's environment (LiteLLM and Google's packages pin their own versions).
+ADK = HERE.parents[1] / "e2e" / "adk"
+ADK_CONTENT = {"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_ONLY"}
+ADK_OLDER = {"ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN": "1"}
 #: File -> the runs it holds: (environment's project, agent, cases, environment variables).
 RUNS = {
     "langchain_openinference.json": [
@@ -47,6 +52,19 @@ RUNS = {
     "strands_latest.json": [
         (STRANDS, "strands_agent.py", "whole,cut,marker", LATEST),
         (STRANDS, "strands_agent.py", "whole-off", {OPT_IN: f"{LATEST[OPT_IN]},{REDACTED}"}),
+    ],
+    "adk_semconv.json": [
+        (ADK, "adk_agent.py", "whole,cut,marker", ADK_CONTENT),
+        (ADK, "adk_agent.py", "whole-off", {}),
+    ],
+    "adk_legacy.json": [
+        (ADK, "adk_agent.py", "whole,cut,marker", ADK_OLDER),
+        (
+            ADK,
+            "adk_agent.py",
+            "whole-off",
+            {**ADK_OLDER, "ADK_CAPTURE_MESSAGE_CONTENT_IN_SPANS": "false"},
+        ),
     ],
 }
 
