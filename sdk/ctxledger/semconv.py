@@ -262,6 +262,9 @@ SOURCE_VERCEL_AI: Final = "vercel_ai"
 SOURCE_CLAUDE_CODE: Final = "claude_code"
 """Claude Code's own telemetry (its ``claude_code.tool`` span's ``tool.output`` event, its
 ``claude_code.api_request_body`` log events)."""
+SOURCE_PYDANTIC_AI: Final = "pydantic_ai"
+"""pydantic-ai's own instrumentation (and Logfire's): GenAI spans, every data format
+version (2 to 6)."""
 SOURCE_STRANDS: Final = "strands"
 """Strands Agents' own telemetry (its ``chat`` and ``execute_tool`` spans, messages in the
 Bedrock Converse shape, as span events or the latest conventions' event)."""

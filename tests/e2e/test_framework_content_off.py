@@ -155,7 +155,7 @@ def test_pydantic_ai_under_its_own_instrumentation(
     """Cuts made by a ``ProcessHistory`` capability, and ``include_content=False``."""
     runs = run_agent(python, "pydantic_ai_agent.py", [*PIPELINES, "whole-off"], collectors)
     off = runs.pop("whole-off")
-    check_pipelines(runs, collectors, sc.SOURCE_GENAI)
+    check_pipelines(runs, collectors, sc.SOURCE_PYDANTIC_AI)
     found = check_content_off(off, collectors, INCLUDE_CONTENT, "include_content=False")
     assert [r["tool_call_id"] for r in found] == off["calls"], found
     assert all(r["verdict"] == sc.VERDICT_UNAUDITABLE for r in found), found
@@ -173,7 +173,7 @@ def test_pydantic_ai_under_each_instrumentation_version(
     cases = [f"{pipeline}@{version}" for pipeline in PIPELINES]
     runs = run_agent(python, "pydantic_ai_agent.py", [*cases, f"whole-off@{version}"], collectors)
     off = runs.pop(f"whole-off@{version}")
-    check_pipelines(runs, collectors, sc.SOURCE_GENAI)
+    check_pipelines(runs, collectors, sc.SOURCE_PYDANTIC_AI)
     found = check_content_off(off, collectors, INCLUDE_CONTENT, f"include_content=False@{version}")
     assert all(r["verdict"] == sc.VERDICT_UNAUDITABLE for r in found), found
 

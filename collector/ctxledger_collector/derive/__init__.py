@@ -95,12 +95,7 @@ def _exchange(span: SourceSpan) -> tuple[Exchange, str, str | None] | None:
         exchange, source = read_genai(span)
     else:
         return None
-    if span.scope_name == cuts.CLAUDE_CODE_SCOPE:
-        source = sc.SOURCE_CLAUDE_CODE
-    elif span.scope_name == cuts.STRANDS_SCOPE:
-        source = sc.SOURCE_STRANDS
-    elif span.scope_name == cuts.ADK_SCOPE:
-        source = sc.SOURCE_ADK
+    source = cuts.FRAMEWORK_SOURCES.get(span.scope_name or "", source)
     return exchange, source, model if isinstance(model, str) and model else None
 
 

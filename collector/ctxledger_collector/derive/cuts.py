@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
+from ctxledger import semconv as sc
 from ctxledger.semconv import AI_SCOPES as AI_SDK_SCOPES
 
 #: Value length limits commonly configured (powers of two, their off-by-one forms, round
@@ -115,6 +116,13 @@ PYDANTIC_AI_SCOPE = "pydantic-ai"
 STRANDS_SCOPE = "strands.telemetry.tracer"
 #: The tracer Google ADK's spans come from.
 ADK_SCOPE = "gcp.vertex.agent"
+#: Tracers of runtimes and frameworks whose spans are reported under their own source.
+FRAMEWORK_SOURCES = {
+    CLAUDE_CODE_SCOPE: sc.SOURCE_CLAUDE_CODE,
+    PYDANTIC_AI_SCOPE: sc.SOURCE_PYDANTIC_AI,
+    STRANDS_SCOPE: sc.SOURCE_STRANDS,
+    ADK_SCOPE: sc.SOURCE_ADK,
+}
 ADK_FIX = (
     "Google ADK records prompts, tool arguments and results on its spans only with "
     "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=span_only (or span_and_event); "

@@ -66,10 +66,6 @@ def _result(span: SourceSpan, key: str, arguments: Any) -> tuple[str | None, str
     return text, None
 
 
-#: Tracers of frameworks whose spans are reported under their own source.
-FRAMEWORK_SOURCES = {cuts.STRANDS_SCOPE: sc.SOURCE_STRANDS, cuts.ADK_SCOPE: sc.SOURCE_ADK}
-
-
 def read_tool_output(span: SourceSpan) -> ToolOutput | None:
     """The tool output a span records, or None when it is no tool span."""
     attrs = span.attributes
@@ -82,7 +78,7 @@ def read_tool_output(span: SourceSpan) -> ToolOutput | None:
             span, sc.TOOL_CALL_ID, sc.TOOL_NAME,
             _first_present(attrs, sc.GEN_AI_TOOL_CALL_ARGUMENTS_KEYS),
             _first_present(attrs, sc.GEN_AI_TOOL_CALL_RESULTS),
-            FRAMEWORK_SOURCES.get(span.scope_name or "", sc.SOURCE_GENAI),
+            cuts.FRAMEWORK_SOURCES.get(span.scope_name or "", sc.SOURCE_GENAI),
         )  # fmt: skip
     if attrs.get(sc.AI_OPERATION_ID) == sc.AI_TOOL_CALL:
         return _tool_span(
