@@ -22,7 +22,12 @@ import orjson
 from ctxledger import semconv as sc
 from ctxledger_collector.derive.cuts import ADK_SCOPE
 from ctxledger_collector.derive.messages import parse_json
-from ctxledger_collector.derive.result_parts import map_results
+from ctxledger_collector.derive.result_parts import (
+    call_part,
+    map_results,
+    response_part,
+    text_part,
+)
 from ctxledger_collector.derive.spans import SourceSpan
 
 LLM_REQUEST: Final = "gcp.vertex.agent.llm_request"
@@ -54,15 +59,11 @@ def _part(part: Any) -> dict[str, Any] | None:
     if not isinstance(part, dict):
         return None
     if isinstance(part.get("text"), str):
-        return {"type": sc.GEN_AI_PART_TEXT, "content": part["text"]}
-    call = part.get("function_call")
-    if isinstance(call, dict):
-        return {"type": sc.GEN_AI_PART_TOOL_CALL, "id": call.get("id"),
-                "name": call.get("name"), "arguments": call.get("args")}  # fmt: skip
-    response = part.get("function_response")
-    if isinstance(response, dict):
-        return {"type": sc.GEN_AI_PART_TOOL_CALL_RESPONSE, "id": response.get("id"),
-                "response": unwrapped(response.get("response"))}  # fmt: skip
+        return text_part(part["text"])
+    if isinstance(call := part.get("function_call"), dict):
+        return call_part(call.get("id"), call.get("name"), call.get("args"))
+    if isinstance(response := part.get("function_response"), dict):
+        return response_part(response.get("id"), unwrapped(response.get("response")))
     return None
 
 

@@ -28,7 +28,12 @@ import orjson
 from ctxledger import semconv as sc
 from ctxledger_collector.derive.cuts import STRANDS_SCOPE
 from ctxledger_collector.derive.messages import parse_json
-from ctxledger_collector.derive.result_parts import map_results
+from ctxledger_collector.derive.result_parts import (
+    call_part,
+    map_results,
+    response_part,
+    text_part,
+)
 from ctxledger_collector.derive.spans import SourceSpan
 
 #: What Strands writes in place of a value its redaction policy keeps out.
@@ -60,15 +65,11 @@ def _part(block: Any) -> dict[str, Any] | None:
     if not isinstance(block, dict):
         return None
     if isinstance(block.get("text"), str):
-        return {"type": sc.GEN_AI_PART_TEXT, "content": block["text"]}
-    use = block.get("toolUse")
-    if isinstance(use, dict):
-        return {"type": sc.GEN_AI_PART_TOOL_CALL, "id": use.get("toolUseId"),
-                "name": use.get("name"), "arguments": use.get("input")}  # fmt: skip
-    result = block.get("toolResult")
-    if isinstance(result, dict):
-        return {"type": sc.GEN_AI_PART_TOOL_CALL_RESPONSE, "id": result.get("toolUseId"),
-                "response": result_text(result.get("content"))}  # fmt: skip
+        return text_part(block["text"])
+    if isinstance(use := block.get("toolUse"), dict):
+        return call_part(use.get("toolUseId"), use.get("name"), use.get("input"))
+    if isinstance(result := block.get("toolResult"), dict):
+        return response_part(result.get("toolUseId"), result_text(result.get("content")))
     return None
 
 

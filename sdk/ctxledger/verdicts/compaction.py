@@ -48,6 +48,17 @@ def declared_by(compaction: str) -> str:
     return _DECLARED_BY.get(kind, kind)
 
 
+def missing_note(manifest: Manifest, removal: Measurement | None) -> str:
+    """Why a result is absent from a request: a compaction replaced it (its stage says
+    so), or nothing known did."""
+    if removal is not None and removal.strategy == semconv.STRATEGY_COMPACTION:
+        return (
+            f"request {manifest.request_id} is the first after a compaction "
+            f"({declared_by(manifest.compaction or '')}): it no longer carries the result"
+        )
+    return f"the result is missing from request {manifest.request_id}"
+
+
 def _seen_by_model(compaction: str) -> tuple[str, ...]:
     """What tells the model the history was compacted: the request's summary or compaction
     part (its kind), nothing where only the span's flag says so."""

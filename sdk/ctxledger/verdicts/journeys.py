@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 from ctxledger import semconv
 from ctxledger.verdicts.call_origins import Origin, mentions
-from ctxledger.verdicts.compaction import declared_by
+from ctxledger.verdicts.compaction import missing_note
 from ctxledger.verdicts.evidence_gaps import tokens_not_comparable, waits_for_unseen
 from ctxledger.verdicts.model import Manifest, Measurement, Report, Tolerances, Transition
 from ctxledger.verdicts.transitions import compare, loss_verdict, told_after_cut
@@ -229,7 +229,7 @@ def _judge_journey(
                     LAYER_REQUEST,
                 )
             )
-            notes.append(_missing_note(manifest, removal))
+            notes.append(missing_note(manifest, removal))
             if last is not None:
                 extra_lost_items, extra_lost_chars = last.items or 0, last.chars
                 extra_lost_tokens = last.tokens or 0
@@ -293,15 +293,6 @@ def _judge_journey(
         layer=layer if verdict != semconv.VERDICT_INTACT else None,
         lost_tokens_unknown=unknown,
     )
-
-
-def _missing_note(manifest: Manifest, removal: Measurement | None) -> str:
-    if removal is not None and removal.strategy == semconv.STRATEGY_COMPACTION:
-        return (
-            f"request {manifest.request_id} is the first after a compaction "
-            f"({declared_by(manifest.compaction or '')}): it no longer carries the result"
-        )
-    return f"the result is missing from request {manifest.request_id}"
 
 
 def _transition_layer(transition: Transition) -> str | None:
