@@ -8,7 +8,8 @@ builds a record only for what it has not seen. Another process writing a new cop
 changes the copy key; a deleted row is not among the keys: neither is taken from here.
 
 Bounded by entries and by the item ids and field names the records hold (a record
-holding more than :data:`MAX_NAMES_PER_RECORD` is never kept).
+holding more than :data:`MAX_NAMES_PER_RECORD` is never kept): a few MB, which a collector
+keeps for good, so small (a 200-step run asks for 200 calls' stages).
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ from typing import Any, Final
 
 from ctxledger.verdicts import Measurement
 
-MAX_RECORDS: Final = 50_000
-MAX_NAMES: Final = 1_000_000
+MAX_RECORDS: Final = 10_000
+MAX_NAMES: Final = 100_000
 MAX_NAMES_PER_RECORD: Final = 2_000
 
 #: (measurement key, copy key)
