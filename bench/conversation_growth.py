@@ -15,7 +15,10 @@ protobuf decode of the same requests and one ``json.loads`` of each span's messa
 attributes, nothing else.
 
 It prints, per length: spans/s (both kinds of span), MB/s of conversation JSON
-(``gen_ai.input.messages`` bytes) end to end and for decode + derive alone, the floor's,
+(``gen_ai.input.messages`` bytes) end to end and for decode + derive alone, the share of
+requests whose messages were parsed from their tail (``derive.parsed_prefixes``), decode
++ derive again (each result's text analysis now cached) from the tail and with every
+request parsed whole (nothing kept between requests: the peer), the floor's,
 end to end as a fraction of the floor's speed (``of floor``: a ratio of two measurements
 of the same run, so less of the machine's drift), the share of time in storing and
 judging, and the spans/s of each length against the first (the goal: the longest at 0.8
@@ -36,6 +39,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from benchkit.conversation_runs import SPANS_PER_STEP, EncodedRun, encoded_run
 from benchkit.tables import print_table
 from ctxledger.verdicts import Tolerances
+from ctxledger_collector.derive.parsed_prefixes import SHARED as PARSED_PREFIXES
 from ctxledger_collector.ingest.otlp_decode import PROTOBUF, decode_export_request
 from ctxledger_collector.judge.store import Store
 from ctxledger_collector.storage.column_limits import fit_to_columns
@@ -54,6 +58,10 @@ class Timing:
     derive_s: float
     store_s: float
     floor_s: float
+    #: Decode + derive again, the text analyses warm: from the tail, and parsed whole.
+    rederive_s: float
+    rederive_whole_s: float
+    tail_share: float
 
     @property
     def total_s(self) -> float:
@@ -74,6 +82,20 @@ def floor_seconds(bodies: list[bytes]) -> float:
     return time.perf_counter() - started
 
 
+def derive_seconds(bodies: list[bytes], keep_prefixes: bool) -> float:
+    """Decode and derive alone, parsing each request's messages from what is new in them
+    or (``keep_prefixes`` False: nothing kept between requests) whole."""
+    kept = PARSED_PREFIXES.max_chars
+    PARSED_PREFIXES.max_chars = kept if keep_prefixes else 0
+    try:
+        started = time.perf_counter()
+        for body in bodies:
+            fit_to_columns(decode_export_request(body, PROTOBUF))
+        return time.perf_counter() - started
+    finally:
+        PARSED_PREFIXES.max_chars = kept
+
+
 def measure(steps: int, llm_spans: int, result_chars: int) -> Timing:
     runs = max(1, llm_spans // steps)
     encoded: list[EncodedRun] = [encoded_run(run, steps, result_chars) for run in range(runs)]
@@ -84,6 +106,7 @@ def measure(steps: int, llm_spans: int, result_chars: int) -> Timing:
         engine = make_engine(url)
         store = Store(engine, Tolerances())
         derive_s = store_s = 0.0
+        tails, wholes = PARSED_PREFIXES.tail_parses, PARSED_PREFIXES.whole_parses
         for body in bodies:
             started = time.perf_counter()
             batch = fit_to_columns(decode_export_request(body, PROTOBUF))
@@ -92,6 +115,8 @@ def measure(steps: int, llm_spans: int, result_chars: int) -> Timing:
             derive_s += decoded - started
             store_s += time.perf_counter() - decoded
         engine.dispose()
+    tails = PARSED_PREFIXES.tail_parses - tails
+    wholes = PARSED_PREFIXES.whole_parses - wholes
     return Timing(
         steps=steps,
         runs=runs,
@@ -100,6 +125,9 @@ def measure(steps: int, llm_spans: int, result_chars: int) -> Timing:
         derive_s=derive_s,
         store_s=store_s,
         floor_s=floor_seconds(bodies),
+        rederive_s=derive_seconds(bodies, keep_prefixes=True),
+        rederive_whole_s=derive_seconds(bodies, keep_prefixes=False),
+        tail_share=tails / max(1, tails + wholes),
     )
 
 
@@ -119,12 +147,14 @@ def main() -> None:
         rows.append([
             f"{t.steps}", f"{t.runs}", f"{t.spans:,}", f"{mb:,.1f}",
             f"{t.spans / t.total_s:,.0f}", f"{mb / t.total_s:,.1f}", f"{mb / t.derive_s:,.1f}",
+            f"{t.tail_share:.0%}", f"{mb / t.rederive_s:,.1f}", f"{mb / t.rederive_whole_s:,.1f}",
             f"{t.spans / t.floor_s:,.0f}", f"{mb / t.floor_s:,.1f}", f"{t.floor_s / t.total_s:.3f}",
             f"{t.store_s / t.total_s:.0%}",
             f"{(t.spans / t.total_s) / (first.spans / first.total_s):.2f}",
         ])  # fmt: skip
     print_table(
         ["steps/run", "runs", "spans", "conv. MB", "spans/s", "MB/s", "derive MB/s",
+         "from tail", "again MB/s", "again whole MB/s",
          "floor spans/s", "floor MB/s", "of floor", "store+judge", "spans/s vs first"],
         rows,
     )  # fmt: skip

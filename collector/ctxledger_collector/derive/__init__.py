@@ -3,7 +3,9 @@ OpenTelemetry GenAI inference and ``execute_tool`` spans (and the older forms re
 packages emit), OpenInference ``LLM`` and ``TOOL`` spans, the Vercel AI SDK's ``ai.*``
 spans; and runtimes' log events (Claude Code's request bodies). Pure: a span in, rule records
 out, the message content parsed in memory and dropped (kept only when the operator opts
-in). The rules (:mod:`ctxledger.verdicts`) then judge them as they judge the SDK's.
+in); the one memory between spans, a conversation's last parsed messages
+(:mod:`.parsed_prefixes`), changes how much is parsed, never the records. The rules
+(:mod:`ctxledger.verdicts`) then judge them as they judge the SDK's.
 
 May import: ``decoded`` only (and the SDK's public modules).
 """
@@ -28,6 +30,7 @@ from ctxledger_collector.derive.indexed_exchange import (
     read_openllmetry,
 )
 from ctxledger_collector.derive.messages import Exchange
+from ctxledger_collector.derive.parsed_prefixes import SHARED, ParsedPrefixes
 from ctxledger_collector.derive.received import received_record
 from ctxledger_collector.derive.records import request_records, tool_record
 from ctxledger_collector.derive.spans import SourceSpan, SpanEvent
@@ -73,7 +76,9 @@ def may_derive(attributes: dict[str, Any]) -> bool:
     )
 
 
-def _exchange(span: SourceSpan) -> tuple[Exchange, str, str | None] | None:
+def _exchange(
+    span: SourceSpan, prefixes: ParsedPrefixes
+) -> tuple[Exchange, str, str | None] | None:
     attrs = span.attributes
     model = attrs.get(sc.REQUEST_MODEL)
     operation = attrs.get(sc.GEN_AI_OPERATION_NAME)
@@ -88,7 +93,7 @@ def _exchange(span: SourceSpan) -> tuple[Exchange, str, str | None] | None:
         # are the whole run's, and its response lists every call the run issued.
         return None
     elif sc.GEN_AI_INPUT_MESSAGES in attrs or sc.GEN_AI_OUTPUT_MESSAGES in attrs:
-        exchange, source = read_genai(span)
+        exchange, source = read_genai(span, prefixes)
     elif has_openllmetry_prompts(attrs):
         exchange, source = read_openllmetry(span), sc.SOURCE_OPENLLMETRY
     elif operation in sc.GEN_AI_INFERENCE_OPERATIONS:
@@ -99,9 +104,13 @@ def _exchange(span: SourceSpan) -> tuple[Exchange, str, str | None] | None:
     return exchange, source, model if isinstance(model, str) and model else None
 
 
-def derive_span(span: SourceSpan, keep_content: bool = False) -> Derived | None:
+def derive_span(
+    span: SourceSpan, keep_content: bool = False, prefixes: ParsedPrefixes = SHARED
+) -> Derived | None:
     """The records one span gives, or None when it shows nothing derivation reads (no
-    inference or tool span, or one without content and no sign of where it went)."""
+    inference or tool span, or one without content and no sign of where it went).
+    ``prefixes`` holds the messages of earlier requests, to parse only what is new in a
+    request's (the same records either way)."""
     span = adk.as_conventions(strands.as_conventions(keyed_by_session(span)))
     output = read_tool_output(span)
     if output is not None:
@@ -111,7 +120,7 @@ def derive_span(span: SourceSpan, keep_content: bool = False) -> Derived | None:
         if isinstance(record, UnmatchedTool):
             return Derived(unmatched=[record])
         return Derived(stages=[record])
-    found = _exchange(span)
+    found = _exchange(span, prefixes)
     if found is None:
         return None
     exchange, source, model = found

@@ -5,7 +5,8 @@ where an uploading hook stored them."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable
+import functools
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -22,20 +23,38 @@ from ctxledger_collector.derive.messages import (
     parse_json,
     parts_messages,
 )
+from ctxledger_collector.derive.parsed_prefixes import ParsedPrefixes
 from ctxledger_collector.derive.spans import SourceSpan, SpanEvent
+
+#: The characters of a conversation's opening that key its parsed messages (with its id).
+OPENING_CHARS = 256
+
+
+def _conversation_key(span: SourceSpan, text: str) -> tuple[str, str]:
+    """Where a request's earlier messages are kept: its conversation (or run) and opening."""
+    given = span.attributes.get(sc.GEN_AI_CONVERSATION_ID)
+    return (given if isinstance(given, str) and given else span.trace_id), text[:OPENING_CHARS]
+
+
+def _parse_whole(text: str) -> list[Message]:
+    return parts_messages(parse_json(text))
 
 
 def _messages(
-    value: Any, attribute: str, exchange: Exchange
+    value: Any,
+    attribute: str,
+    exchange: Exchange,
+    parse: Callable[[str], list[Message]] = _parse_whole,
 ) -> tuple[list[Message] | None, str | None]:
-    """A messages attribute parsed; when it is cut, what is left of it and why."""
+    """A messages attribute parsed (by ``parse`` when it is text); when it is cut, what is
+    left of it and why."""
     if not isinstance(value, str):
         try:
             return parts_messages(value), None
         except ValueError:
             return None, None
     try:
-        return parts_messages(parse_json(value)), None
+        return parse(value), None
     except ValueError:
         exchange.cut_lengths.add(len(value))
         kept = [m for m in complete_elements(value) if isinstance(m, dict)]
@@ -53,16 +72,21 @@ def _system(value: Any) -> list[str]:
     return []
 
 
-def read_genai(span: SourceSpan) -> tuple[Exchange, str]:
-    """The exchange an inference span shows, and the source it came from."""
+def read_genai(span: SourceSpan, prefixes: ParsedPrefixes | None = None) -> tuple[Exchange, str]:
+    """The exchange an inference span shows, and the source it came from; its input
+    messages parsed from what is new in them where ``prefixes`` holds the rest."""
     attrs = span.attributes
     exchange = Exchange(system=_system(attrs.get(sc.GEN_AI_SYSTEM_INSTRUCTIONS)))
     raw_input = attrs.get(sc.GEN_AI_INPUT_MESSAGES)
     raw_output = attrs.get(sc.GEN_AI_OUTPUT_MESSAGES)
     if raw_input is not None or raw_output is not None:
         if raw_input is not None:
+            parse = _parse_whole
+            if prefixes is not None and isinstance(raw_input, str):
+                key = _conversation_key(span, raw_input)
+                parse = functools.partial(prefixes.parse, key, convert=parts_messages)
             exchange.input, exchange.input_cut = _messages(
-                raw_input, sc.GEN_AI_INPUT_MESSAGES, exchange
+                raw_input, sc.GEN_AI_INPUT_MESSAGES, exchange, parse
             )
         if raw_output is not None:
             exchange.output, exchange.output_cut = _messages(
@@ -70,7 +94,8 @@ def read_genai(span: SourceSpan) -> tuple[Exchange, str]:
             )
         if raw_input is None:
             exchange.input_cut = _missing(span)
-        _name_the_setting(span, exchange.input or ())
+        if exchange.input:
+            exchange.input = _name_the_setting(span, exchange.input)
         return exchange, sc.SOURCE_GENAI
     if _read_events(span.events, exchange):
         return exchange, sc.SOURCE_GENAI_EVENTS
@@ -78,13 +103,17 @@ def read_genai(span: SourceSpan) -> tuple[Exchange, str]:
     return exchange, sc.SOURCE_GENAI
 
 
-def _name_the_setting(span: SourceSpan, messages: Iterable[Message]) -> None:
-    """Results whose parts carry no value: say which setting of the emitter records it."""
-    for message in messages:
-        for index, result in enumerate(message.results):
-            if result.cut == VALUE_NOT_CAPTURED:
-                why = cuts.no_content("tool_call_response value", span.scope_name, span.attributes)
-                message.results[index] = replace(result, cut=why)
+def _name_the_setting(span: SourceSpan, messages: list[Message]) -> list[Message]:
+    """Results whose parts carry no value: say which setting of the emitter records it.
+    New messages where they change: parsed messages may be shared with later requests."""
+    if not any(r.cut == VALUE_NOT_CAPTURED for m in messages for r in m.results):
+        return messages
+    why = cuts.no_content("tool_call_response value", span.scope_name, span.attributes)
+    return [
+        replace(m, results=[replace(r, cut=why) if r.cut == VALUE_NOT_CAPTURED else r
+                            for r in m.results])
+        for m in messages
+    ]  # fmt: skip
 
 
 def _missing(span: SourceSpan) -> str | None:

@@ -17,6 +17,7 @@ later request of the same conversation repeats, even when its history was rebuil
 from __future__ import annotations
 
 import hashlib
+import weakref
 from dataclasses import replace
 
 import orjson
@@ -29,7 +30,7 @@ from ctxledger.verdicts import Manifest, Measurement
 from ctxledger_collector.decoded.batch import DerivedStage, IssuedCall, UnmatchedTool
 from ctxledger_collector.derive import cuts
 from ctxledger_collector.derive.compaction import declared_compaction
-from ctxledger_collector.derive.messages import Exchange, Message
+from ctxledger_collector.derive.messages import Exchange, Message, ToolResult
 from ctxledger_collector.derive.spans import SourceSpan
 from ctxledger_collector.derive.tool_outputs import ToolOutput, arguments_signature
 from ctxledger_collector.derive.usage import reported_input_tokens
@@ -42,6 +43,24 @@ def kept_content(text: str) -> str | None:
     """What the operator's opt-in keeps of a text: redacted, cut; None (nothing kept)
     when it cannot be redacted."""
     return redact_or_none(text, MAX_CONTENT_CHARS)
+
+
+#: The measurements of results parsed once and carried by later requests (their parsed
+#: messages are shared, :mod:`.parsed_prefixes`), per model: found by the result itself,
+#: without digesting its text again. Gone with the result.
+_MEASURED: weakref.WeakKeyDictionary[ToolResult, dict[str | None, TextMeasurement]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _measured(result: ToolResult, model: str | None) -> TextMeasurement:
+    by_model = _MEASURED.get(result)
+    if by_model is None:
+        by_model = _MEASURED[result] = {}
+    found = by_model.get(model)
+    if found is None:
+        found = by_model[model] = measure_text(result.text, model=model)
+    return found
 
 
 def _agent(span: SourceSpan) -> str | None:
@@ -141,7 +160,7 @@ def request_records(
     stages: list[DerivedStage] = []
     for result in results:
         assert result.id is not None
-        measured = measure_text(result.text, model=model)
+        measured = _measured(result, model)
         cut = result.cut or (
             cuts.at_limit(f"the result of {result.id}", measured.chars)
             if cuts.looks_cut(measured.chars, exchange.cut_lengths)

@@ -114,7 +114,12 @@ def _cut_service_name(service: str | None, agent: str | None) -> tuple[str | Non
 
 
 def _problem(record: Measurement | Manifest, limits: tuple[_StringLimit, ...]) -> str | None:
-    return next(filter(None, (limit.problem(record) for limit in limits)), None)
+    # A plain loop: every derived stage passes here (a long run's request, hundreds).
+    for limit in limits:
+        problem = limit.problem(record)
+        if problem is not None:
+            return problem
+    return None
 
 
 def _fit_measurement(item: DecodedMeasurement) -> DecodedMeasurement | Rejection:
