@@ -3,8 +3,13 @@ as the database takes writes again, and deletes each file only once it is commit
 
 While the database is still out, the oldest file is put back and tried again after a
 backoff (doubling up to ``max_backoff_s``); an export that arrives meanwhile wakes the
-thread. A file that cannot be decoded (it was damaged on disk: the spool only takes
-exports that decoded) is deleted, logged and counted ``discarded``. At start-up the
+thread. Once the database takes writes again, an export that arrives while files still
+wait first stores two of them in its own thread (:meth:`SpoolReplayer.help_drain`), so
+the spool drains faster than exports arrive, however busy the machine: alone, the one
+thread could fall behind a steady stream of exports, each spooled behind the backlog.
+
+A file that cannot be decoded (it was damaged on disk: the spool only takes exports that
+decoded) is deleted, logged and counted ``discarded``. At start-up the
 thread first puts back what a process that died had claimed, so a collector restarted
 with a non-empty spool replays it.
 """
@@ -15,7 +20,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Protocol
+from typing import Literal, Protocol
 
 from prometheus_client import Counter
 
@@ -46,6 +51,9 @@ class Discarded(Exception):
 
 
 Replay = Callable[[SpooledExport], None]
+Outcome = Literal["stored", "empty", "outage"]
+#: How many waiting exports an arriving export stores before its own.
+HELP_PER_EXPORT = 2
 
 
 class SpoolReplayer:
@@ -64,7 +72,8 @@ class SpoolReplayer:
         self._max_backoff_s = max_backoff_s
         self._stop = threading.Event()
         self._wake = threading.Event()
-        self._last_was_outage = False
+        #: The last replay stored its export: the database takes writes.
+        self._storing = False
         self._thread = threading.Thread(
             target=self._run, name="ctxledger-spool-replay", daemon=True
         )
@@ -90,44 +99,58 @@ class SpoolReplayer:
             if time.monotonic() - recovered_at >= _RECOVER_EVERY_S:
                 self.spool.recover_stale()
                 recovered_at = time.monotonic()
-            if self.replay_one():
+            outcome = self.replay_oldest()
+            if outcome == "stored":
                 backoff = self._base_backoff_s
                 continue
-            if self._last_was_outage:
+            if outcome == "outage":
                 self._stop.wait(backoff)
                 backoff = min(backoff * 2, self._max_backoff_s)
             else:
                 self._wake.wait(_IDLE_S)
                 self._wake.clear()
 
+    def help_drain(self, exports: int = HELP_PER_EXPORT) -> bool:
+        """For an export that found files waiting: store up to ``exports`` of the oldest
+        in this thread, if the last replay found the database taking writes (never while
+        it is out: the export goes to the spool at once). True once nothing waits."""
+        for _ in range(exports):
+            if not self._storing or self.replay_oldest() != "stored":
+                break
+        return not self.spool.has_backlog()
+
     def replay_one(self) -> bool:
         """Store the oldest spooled export; True if one was stored (or discarded)."""
-        self._last_was_outage = False
+        return self.replay_oldest() == "stored"
+
+    def replay_oldest(self) -> Outcome:
+        """Store (or discard) the oldest spooled export: ``stored``; ``empty`` when none
+        waits unclaimed; ``outage`` when it could not be read or stored (it waits on)."""
         claim = self.spool.claim()
         if claim is None:
-            return False
+            return "empty"
         data = self.spool.read(claim)
         if data is None:  # unreadable now (the read is logged): leave it for later
             self.spool.release(claim)
-            self._last_was_outage = True
-            return False
+            return "outage"
         try:
             self._replay(SpooledExport.decode(data))
         except StorageUnavailable:
             self.spool.release(claim)
             self._metrics.spool_replays.labels("retried").inc()
-            self._last_was_outage = True
-            return False
+            self._storing = False
+            return "outage"
         except (Discarded, ValueError) as error:
             logger.error("ctxledger collector: spooled export %s discarded: %s", claim.name, error)
             self.spool.done(claim)
             self._metrics.spool_replays.labels("discarded").inc()
-            return True
+            return "stored"
         except Exception:  # a defect: keep the export and say so
             logger.exception("ctxledger collector: replaying %s failed", claim.name)
             self.spool.release(claim)
-            self._last_was_outage = True
-            return False
+            self._storing = False
+            return "outage"
         self.spool.done(claim)
         self._metrics.spool_replays.labels("stored").inc()
-        return True
+        self._storing = True
+        return "stored"

@@ -90,7 +90,9 @@ def _store_export(
 ) -> Response:
     received = body
     on_growth = _inflation_budget(state, reservation, len(received))
-    if state.spool.has_backlog():
+    if state.spool.has_backlog() and not (
+        state.replayer is not None and state.replayer.help_drain()
+    ):
         return _spool_export(state, received, gzipped, media, signal, on_growth=on_growth)
     if gzipped:
         body = gunzip(body, state.settings.max_decompressed_bytes, on_growth)
