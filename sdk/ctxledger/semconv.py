@@ -271,6 +271,9 @@ Bedrock Converse shape, as span events or the latest conventions' event)."""
 SOURCE_ADK: Final = "adk"
 """Google ADK's own telemetry (its GenAI conventions spans, or its older ``call_llm`` spans
 with ``gcp.vertex.agent.llm_request`` and ``gcp.vertex.agent.tool_response``)."""
+SOURCE_CODEX: Final = "codex"
+"""OpenAI's Codex CLI's own telemetry (the ``codex.tool_result`` event on the span that
+dispatched a tool call: the output's size, never its text)."""
 CLAUDE_CODE_SPAN_REQUEST_PREFIX: Final = "llm_request:"
 """*Extension.* The request id of a Claude Code ``llm_request`` span (which never shows
 the messages) begins with this; its request body's id is the ``request_body_id``."""

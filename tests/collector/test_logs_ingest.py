@@ -81,11 +81,13 @@ def test_the_stock_python_log_exporter_stores_the_events_the_audit_reads(
                 },
             )
         )
-    # Codex names its events in an attribute and sends time 0 (its observed time counts).
+    # Codex names its events in an attribute, fills the record's own name with a code
+    # location (0.171.0) and sends time 0 (its observed time counts).
     logger.emit(
         LogRecord(
             timestamp=0,
             observed_timestamp=base + 9_000,
+            event_name="event otel/src/tool_result.rs:54",
             body="任务输出：213 KB",  # a body in Chinese: sized in code points and bytes
             attributes={"event.name": "codex.tool_result", "call_id": "call_codex_1"},
         )

@@ -19,7 +19,7 @@ from ctxledger import semconv as sc
 from ctxledger.verdicts import Manifest, Measurement
 from ctxledger.verdicts.model import ReceivedRecord
 from ctxledger_collector.decoded.batch import DerivedStage, IssuedCall, UnmatchedTool
-from ctxledger_collector.derive import adk, claude_code, cuts, strands
+from ctxledger_collector.derive import adk, claude_code, codex, cuts, strands
 from ctxledger_collector.derive.claude_code import keyed_by_session
 from ctxledger_collector.derive.claude_code_logs import LogEvent, request_body_records
 from ctxledger_collector.derive.claude_code_usage import UsagePairs
@@ -64,7 +64,7 @@ class Derived:
     sent: dict[str, Measurement] = field(default_factory=dict)
 
 
-def may_derive(attributes: dict[str, Any]) -> bool:
+def may_derive(attributes: dict[str, Any], events: tuple[SpanEvent, ...] = ()) -> bool:
     """A cheap test that a span follows one of the conventions derivation reads."""
     return (
         sc.GEN_AI_OPERATION_NAME in attributes
@@ -73,6 +73,7 @@ def may_derive(attributes: dict[str, Any]) -> bool:
         or sc.AI_OPERATION_ID in attributes
         or adk.LLM_REQUEST in attributes  # ADK's older call_llm spans name no operation
         or has_openllmetry_prompts(attributes)
+        or (bool(events) and codex.tool_result_event(events) is not None)
     )
 
 
@@ -111,6 +112,10 @@ def derive_span(
     inference or tool span, or one without content and no sign of where it went).
     ``prefixes`` holds the messages of earlier requests, to parse only what is new in a
     request's (the same records either way)."""
+    codex_result = codex.tool_result_event(span.events)
+    if codex_result is not None:  # Codex's tool spans carry their outputs' sizes only
+        stages = codex.tool_output_stages(span, codex_result)
+        return Derived(stages=stages) if stages else None
     span = adk.as_conventions(strands.as_conventions(keyed_by_session(span)))
     output = read_tool_output(span)
     if output is not None:

@@ -58,20 +58,16 @@ _MAX_BODY: Final = 65_536
 
 
 def event_name(raw: RawLogRecord) -> str:
-    """The record's event name: its own field, else a body that is an audited event's
-    name (Claude Code's ``claude_code.tool_result``, whose ``event.name`` attribute is the
-    bare ``tool_result``), else its ``event.name`` attribute (Codex's
-    ``codex.tool_result``)."""
-    if raw.event_name:
-        return raw.event_name
-    body = raw.body
-    if isinstance(body, str) and len(body) <= _MAX_NAME and is_audited(body):
-        return body
-    for name in EVENT_NAME_ATTRIBUTES:
-        value = raw.attributes.get(name)
-        if isinstance(value, str) and value:
-            return value[:_MAX_NAME]
-    return ""
+    """The record's event name: the first audited one of its own field, a body that is
+    one (Claude Code's ``claude_code.tool_result``, whose ``event.name`` attribute is the
+    bare ``tool_result``) and its ``event.name`` attribute (Codex's ``codex.tool_result``:
+    Codex 0.171 fills the record's own field with a code location,
+    ``event otel/src/tool_result.rs:54``); else the first of them it has."""
+    body = raw.body if isinstance(raw.body, str) and len(raw.body) <= _MAX_NAME else None
+    named = [raw.event_name, body if body is not None and is_audited(body) else None]
+    named += [raw.attributes.get(name) for name in EVENT_NAME_ATTRIBUTES]
+    names = [n[:_MAX_NAME] for n in named if isinstance(n, str) and n]
+    return next((n for n in names if is_audited(n)), names[0] if names else "")
 
 
 def is_audited(name: str) -> bool:

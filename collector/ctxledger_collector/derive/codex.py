@@ -1,0 +1,107 @@
+"""OpenAI's Codex CLI from its own traces (source ``codex``): each tool output's size, and
+whether Codex's own cut can have reached it.
+
+Codex reports a tool call's output on the span that dispatched it
+(``dispatch_tool_call_with_state``): a span event whose ``event.name`` attribute is
+``codex.tool_result``, with ``call_id``, ``tool_name``, ``output_length`` (the output as
+Codex hands it to the model, its ``Chunk ID``/``Wall time`` lines included, in bytes) and
+``output_line_count``; never the text. Its ``codex.tool_result`` log record carries a
+2,048-character preview: a cut of the telemetry's, not of what the model read.
+
+Before the model reads an output, Codex cuts one over its limit to its head and tail and
+says so in the text (``Warning: truncated output (original token count: N)``,
+``…N chars truncated…``). The limit is the lesser of the call's ``max_output_tokens``
+(10,000 tokens unless the model asks for more) and ``tool_output_token_limit`` in
+config.toml (by default the model's own policy: 10,000 bytes, or 10,000 tokens counted as
+4 bytes each). Codex's telemetry shows neither the limit that applied nor what the model
+read, so:
+
+* an output of at most :data:`SMALLEST_DEFAULT_LIMIT` bytes, under every default limit,
+  reached the model whole: stage ``llm_input`` the same size, measured before any request
+  (every later request of the conversation carries it);
+* a longer one was cut or not by settings the telemetry does not show: its ``llm_input``
+  stage is not auditable, and says which settings decide (:data:`CODEX_CUT_UNKNOWN`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from ctxledger import semconv as sc
+from ctxledger.verdicts import Measurement
+from ctxledger_collector.decoded.batch import DerivedStage
+from ctxledger_collector.derive.spans import SourceSpan, SpanEvent
+
+TOOL_RESULT_EVENT: Final = "codex.tool_result"
+EVENT_NAME: Final = "event.name"
+CALL_ID: Final = "call_id"
+TOOL_NAME: Final = "tool_name"
+OUTPUT_LENGTH: Final = "output_length"
+#: Codex's smallest default limit on a tool output the model reads, in bytes.
+SMALLEST_DEFAULT_LIMIT: Final = 10_000
+CODEX_CUT_UNKNOWN: Final = (
+    "Codex cuts a tool output over its limit to its head and tail before the model reads it "
+    "(10,000 bytes, or 10,000 tokens, by default), and its telemetry shows neither the limit "
+    "nor what the model read: the output is whole only where tool_output_token_limit in "
+    "config.toml and the call's max_output_tokens are both raised above its size"
+)
+
+
+def tool_result_event(events: tuple[SpanEvent, ...]) -> SpanEvent | None:
+    """The ``codex.tool_result`` event of a span, if it has one."""
+    return next(
+        (e for e in events if e.attributes.get(EVENT_NAME) == TOOL_RESULT_EVENT),
+        None,
+    )
+
+
+def _count(value: Any) -> int | None:
+    """A count as Codex sends it: an int, or a string of one (its attributes mix both)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value >= 0 else None
+    if isinstance(value, str) and value.isdigit():
+        return int(value)
+    return None
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def tool_output_stages(span: SourceSpan, event: SpanEvent) -> list[DerivedStage]:
+    """The stages one ``codex.tool_result`` event gives: ``original``, the output's size
+    as the tool gave it, and ``llm_input``, what Codex handed the model (none when the
+    event names no call or no size)."""
+    attrs = event.attributes
+    call_id = _text(attrs.get(CALL_ID))
+    length = _count(attrs.get(OUTPUT_LENGTH))
+    if call_id is None or length is None:
+        return []
+    common: dict[str, Any] = {
+        "trace_id": span.trace_id,
+        "tool_call_id": call_id,
+        "tool_name": _text(attrs.get(TOOL_NAME)),
+        "agent_name": span.service_name,
+        "observed_at": span.observed_at,
+        "span_id": span.span_id,
+        "source": sc.SOURCE_CODEX,
+    }
+    original = Measurement(
+        stage=sc.STAGE_ORIGINAL,
+        order=sc.BUILTIN_STAGE_ORDER[sc.STAGE_ORIGINAL],
+        chars=length,
+        bytes=length,
+        **common,
+    )
+    whole = length <= SMALLEST_DEFAULT_LIMIT
+    handed = Measurement(
+        stage=sc.STAGE_LLM_INPUT,
+        order=sc.STAGE_LLM_INPUT_ORDER,
+        chars=length if whole else 0,
+        bytes=length if whole else None,
+        telemetry_cut=None if whole else CODEX_CUT_UNKNOWN,
+        **common,
+    )
+    return [DerivedStage(original, None), DerivedStage(handed, None)]

@@ -1,0 +1,109 @@
+"""Real OpenAI Codex CLI (npm ``@openai/codex`` 0.171.0, installed by the test into a
+cached ``node_modules``; its platform binary comes from the npm registry too) in ``codex
+exec`` against the provider stand-in's Responses API, exporting its own logs and traces
+to a real collector, no SDK: each tool output's size is stored from Codex's
+``codex.tool_result`` span event, and judged against Codex's own cut."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import select
+
+from ctxledger import semconv as sc
+from ctxledger_cli.provider import ProviderStandIn, ToolCall
+from ctxledger_collector.derive.codex import CODEX_CUT_UNKNOWN
+from ctxledger_collector.ops.settings import Settings
+from ctxledger_collector.storage.database import make_engine
+from ctxledger_collector.storage.log_table import LOG_RECORDS
+from tests.collector.live_collector import LiveCollector
+
+from .codex_cli import codex_binary, run_codex
+
+CALL_ID = "call_ctxledger_codex_01"
+#: Codex's wrapper around a command's output (``Chunk ID``, ``Wall time``, exit code,
+#: ``Original token count``, ``Output:`` lines), about 106 bytes.
+WRAPPER = range(90, 130)
+
+
+@pytest.fixture(scope="module")
+def codex() -> Path:
+    return codex_binary()
+
+
+def _reports(collector: LiveCollector, call_id: str) -> list[dict[str, Any]]:
+    answer = httpx.get(f"{collector.url}/api/v1/reports", params={"tool_call_id": call_id})
+    reports: list[dict[str, Any]] = answer.json()["reports"]
+    return reports
+
+
+def _wait_for_report(collector: LiveCollector, call_id: str) -> dict[str, Any]:
+    """The call's journey, once Codex's export of the span that dispatched it is stored."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        reports = _reports(collector, call_id)
+        if reports:
+            assert len(reports) == 1, reports
+            return reports[0]
+        time.sleep(0.1)
+    raise AssertionError(f"no report for {call_id} within 30 s")
+
+
+def _run(codex: Path, tmp_path: Path, command: str) -> tuple[dict[str, Any], list[str], Any]:
+    """Codex runs ``command`` once through its shell tool; the call's report, what the
+    model read of the output (the stand-in's record of the request that carried it) and
+    the stored log records."""
+    url = f"sqlite:///{tmp_path / 'ctxledger.db'}"
+    script = [ToolCall("exec_command", {"cmd": command}, CALL_ID), "It printed its output."]
+    with (
+        LiveCollector(Settings(database_url=url, auto_migrate=True)) as collector,
+        ProviderStandIn(script=script) as provider,
+    ):
+        run_codex(codex, tmp_path / "work", provider.url, collector.url)
+        report = _wait_for_report(collector, CALL_ID)
+        read = [
+            item["output"]
+            for request in provider.requests
+            if request.path.endswith("/responses")
+            for item in request.json().get("input", [])
+            if isinstance(item, dict) and item.get("type") == "function_call_output"
+        ]
+    engine = make_engine(url)
+    with engine.connect() as connection:
+        rows = list(connection.execute(select(LOG_RECORDS)))
+    engine.dispose()
+    return report, read, rows
+
+
+@pytest.mark.slow
+def test_a_short_output_reaches_the_model_whole_and_is_intact(codex: Path, tmp_path: Path) -> None:
+    report, read, logs = _run(codex, tmp_path, "echo hello from codex")
+    assert report["verdict"] == sc.VERDICT_INTACT, report
+    assert report["source"] == sc.SOURCE_CODEX
+    stages = {s["stage"]: s for s in report["stages"]}
+    assert set(stages) == {sc.STAGE_ORIGINAL, sc.STAGE_LLM_INPUT}
+    # Codex's size is the bytes of the whole output it hands the model, its wrapper too.
+    assert read and len(read[0].encode()) == stages[sc.STAGE_ORIGINAL]["bytes"]
+    assert stages[sc.STAGE_LLM_INPUT]["bytes"] == stages[sc.STAGE_ORIGINAL]["bytes"]
+    assert "hello from codex" in read[0]
+    assert any(row.event_name == "codex.tool_result" for row in logs)
+
+
+@pytest.mark.slow
+def test_a_200_kb_output_is_cut_by_codex_and_never_judged_intact(
+    codex: Path, tmp_path: Path
+) -> None:
+    report, read, _ = _run(codex, tmp_path, "python3 -c \"print('订单 paid, ' * 20000)\"")
+    printed = len(("订单 paid, " * 20000 + "\n").encode())  # 260,001 bytes
+    stages = {s["stage"]: s for s in report["stages"]}
+    assert stages[sc.STAGE_ORIGINAL]["bytes"] - printed in WRAPPER
+    # What the model read: Codex's cut to 10,000 bytes of head and tail, with its marker.
+    assert read and len(read[0].encode()) < 10_400
+    assert "Warning: truncated output" in read[0] and "chars truncated" in read[0]
+    # Codex's telemetry shows neither; the verdict says so and names the settings.
+    assert report["verdict"] == sc.VERDICT_UNAUDITABLE, report
+    assert any(CODEX_CUT_UNKNOWN in note for note in report["notes"]), report["notes"]
