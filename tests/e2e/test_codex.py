@@ -53,17 +53,26 @@ def _wait_for_report(collector: LiveCollector, call_id: str) -> dict[str, Any]:
     raise AssertionError(f"no report for {call_id} within 30 s")
 
 
-def _run(codex: Path, tmp_path: Path, command: str) -> tuple[dict[str, Any], list[str], Any]:
-    """Codex runs ``command`` once through its shell tool; the call's report, what the
-    model read of the output (the stand-in's record of the request that carried it) and
-    the stored log records."""
+def _run(
+    codex: Path,
+    tmp_path: Path,
+    command: str,
+    max_output_tokens: int | None = None,
+    extra_config: str = "",
+) -> tuple[dict[str, Any], list[str], Any]:
+    """Codex runs ``command`` once through its shell tool (the call asking for
+    ``max_output_tokens`` if given); the call's report, what the model read of the output
+    (the stand-in's record of the request that carried it) and the stored log records."""
     url = f"sqlite:///{tmp_path / 'ctxledger.db'}"
-    script = [ToolCall("exec_command", {"cmd": command}, CALL_ID), "It printed its output."]
+    arguments: dict[str, Any] = {"cmd": command}
+    if max_output_tokens is not None:
+        arguments["max_output_tokens"] = max_output_tokens
+    script = [ToolCall("exec_command", arguments, CALL_ID), "It printed its output."]
     with (
         LiveCollector(Settings(database_url=url, auto_migrate=True)) as collector,
         ProviderStandIn(script=script) as provider,
     ):
-        run_codex(codex, tmp_path / "work", provider.url, collector.url)
+        run_codex(codex, tmp_path / "work", provider.url, collector.url, extra_config)
         report = _wait_for_report(collector, CALL_ID)
         read = [
             item["output"]
@@ -93,11 +102,14 @@ def test_a_short_output_reaches_the_model_whole_and_is_intact(codex: Path, tmp_p
     assert any(row.event_name == "codex.tool_result" for row in logs)
 
 
+LONG_OUTPUT = "python3 -c \"print('订单 paid, ' * 20000)\""
+
+
 @pytest.mark.slow
 def test_a_200_kb_output_is_cut_by_codex_and_never_judged_intact(
     codex: Path, tmp_path: Path
 ) -> None:
-    report, read, _ = _run(codex, tmp_path, "python3 -c \"print('订单 paid, ' * 20000)\"")
+    report, read, _ = _run(codex, tmp_path, LONG_OUTPUT)
     printed = len(("订单 paid, " * 20000 + "\n").encode())  # 260,001 bytes
     stages = {s["stage"]: s for s in report["stages"]}
     assert stages[sc.STAGE_ORIGINAL]["bytes"] - printed in WRAPPER
@@ -107,3 +119,19 @@ def test_a_200_kb_output_is_cut_by_codex_and_never_judged_intact(
     # Codex's telemetry shows neither; the verdict says so and names the settings.
     assert report["verdict"] == sc.VERDICT_UNAUDITABLE, report
     assert any(CODEX_CUT_UNKNOWN in note for note in report["notes"]), report["notes"]
+
+
+@pytest.mark.slow
+def test_with_both_limits_raised_the_whole_output_reaches_the_model_and_no_loss_is_claimed(
+    codex: Path, tmp_path: Path
+) -> None:
+    """Only both settings together keep Codex from cutting: the model reads it whole. Its
+    telemetry cannot tell this run from a cut one, so the verdict is not auditable, never
+    a loss (the usage of the request that carried it will tell them apart)."""
+    raised = "tool_output_token_limit = 200000\n"
+    report, read, _ = _run(codex, tmp_path, LONG_OUTPUT, 200_000, raised)
+    original = next(s for s in report["stages"] if s["stage"] == sc.STAGE_ORIGINAL)
+    assert read and len(read[0].encode()) == original["bytes"]  # whole, wrapper too
+    assert "truncated" not in read[0]
+    assert report["verdict"] == sc.VERDICT_UNAUDITABLE, report
+    assert report["lost_chars"] == 0 and report["lost_items"] == 0
