@@ -37,13 +37,11 @@ from pathlib import Path
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from benchkit.conversation_runs import SPANS_PER_STEP, EncodedRun, encoded_run
+from benchkit.in_process import collector_seconds
 from benchkit.tables import print_table
-from ctxledger.verdicts import Tolerances
 from ctxledger_collector.derive.parsed_prefixes import SHARED as PARSED_PREFIXES
 from ctxledger_collector.ingest.otlp_decode import PROTOBUF, decode_export_request
-from ctxledger_collector.judge.store import Store
 from ctxledger_collector.storage.column_limits import fit_to_columns
-from ctxledger_collector.storage.database import make_engine
 from ctxledger_collector.storage.migrate import upgrade
 
 MESSAGE_ATTRIBUTES = ("gen_ai.input.messages", "gen_ai.output.messages")
@@ -103,18 +101,8 @@ def measure(steps: int, llm_spans: int, result_chars: int) -> Timing:
     with tempfile.TemporaryDirectory() as folder:
         url = f"sqlite:///{Path(folder) / 'bench.db'}"
         upgrade(url)
-        engine = make_engine(url)
-        store = Store(engine, Tolerances())
-        derive_s = store_s = 0.0
         tails, wholes = PARSED_PREFIXES.tail_parses, PARSED_PREFIXES.whole_parses
-        for body in bodies:
-            started = time.perf_counter()
-            batch = fit_to_columns(decode_export_request(body, PROTOBUF))
-            decoded = time.perf_counter()
-            store.ingest(batch)
-            derive_s += decoded - started
-            store_s += time.perf_counter() - decoded
-        engine.dispose()
+        derive_s, store_s = collector_seconds(url, bodies)
     tails = PARSED_PREFIXES.tail_parses - tails
     wholes = PARSED_PREFIXES.whole_parses - wholes
     return Timing(

@@ -21,37 +21,14 @@ import gc
 import os
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from benchkit import cpu_time, floor, workload
 from benchkit.databases import fresh_database, pg_admin_url_from_env
 from benchkit.exporting import batches_of
-from ctxledger.verdicts import Tolerances
+from benchkit.in_process import collector_seconds
 from ctxledger_collector.app import SERVING_GC_THRESHOLDS
-from ctxledger_collector.ingest.otlp_decode import PROTOBUF, decode_export_request
-from ctxledger_collector.judge.store import Store
-from ctxledger_collector.storage.column_limits import fit_to_columns
-from ctxledger_collector.storage.database import make_engine
 from ctxledger_collector.storage.migrate import upgrade
-
-
-def collector_seconds(url: str, bodies: list[bytes]) -> tuple[float, float]:
-    """(decode seconds, store-and-judge seconds) for ``bodies`` on the database ``url``."""
-    engine = make_engine(url)
-    store = Store(engine, Tolerances())
-    decoding = storing = 0.0
-    try:
-        for body in bodies:
-            started = time.perf_counter()
-            batch = fit_to_columns(decode_export_request(body, PROTOBUF))
-            decoded = time.perf_counter()
-            store.ingest(batch)
-            decoding += decoded - started
-            storing += time.perf_counter() - decoded
-    finally:
-        engine.dispose()
-    return decoding, storing
 
 
 def main() -> int:
