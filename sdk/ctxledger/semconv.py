@@ -162,6 +162,8 @@ RECEIVED_LOST_TOKENS: Final = "ctxledger.received.lost_tokens"
 RECEIVED_LOST_CHARS: Final = "ctxledger.received.lost_chars"
 """*Extension.* Never sent: the result's chars the server did not read (estimated)."""
 RECEIVED_NOTE: Final = "ctxledger.received.note"
+#: A stage the collector derived: what its report should say of it (kept beside it).
+STAGE_NOTE: Final = "ctxledger.stage.note"
 """*Extension.* Never sent: why there is no verdict, what was lost, or what the rule
 assumed."""
 ROLE_SYSTEM: Final = "system"

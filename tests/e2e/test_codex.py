@@ -16,7 +16,6 @@ from sqlalchemy import select
 
 from ctxledger import semconv as sc
 from ctxledger_cli.provider import ProviderStandIn, ToolCall
-from ctxledger_collector.derive.codex import CODEX_CUT_UNKNOWN
 from ctxledger_collector.ops.settings import Settings
 from ctxledger_collector.storage.database import make_engine
 from ctxledger_collector.storage.log_table import LOG_RECORDS
@@ -41,22 +40,25 @@ def _reports(collector: LiveCollector, call_id: str) -> list[dict[str, Any]]:
     return reports
 
 
-def _wait_for_report(collector: LiveCollector, call_id: str) -> dict[str, Any]:
-    """The call's journey, once Codex's export of the span that dispatched it is stored."""
+def _wait_for_report(collector: LiveCollector, call_id: str, verdict: str) -> dict[str, Any]:
+    """The call's journey, once it is judged ``verdict`` (Codex's spans and log records
+    come in several exports; what the model read is known once all of them are stored)."""
     deadline = time.monotonic() + 30
+    reports: list[dict[str, Any]] = []
     while time.monotonic() < deadline:
         reports = _reports(collector, call_id)
-        if reports:
-            assert len(reports) == 1, reports
+        assert len(reports) <= 1, reports
+        if reports and reports[0]["verdict"] == verdict:
             return reports[0]
         time.sleep(0.1)
-    raise AssertionError(f"no report for {call_id} within 30 s")
+    raise AssertionError(f"no {verdict} report for {call_id} within 30 s: {reports}")
 
 
 def _run(
     codex: Path,
     tmp_path: Path,
     command: str,
+    verdict: str,
     max_output_tokens: int | None = None,
     extra_config: str = "",
 ) -> tuple[dict[str, Any], list[str], Any]:
@@ -73,7 +75,7 @@ def _run(
         ProviderStandIn(script=script) as provider,
     ):
         run_codex(codex, tmp_path / "work", provider.url, collector.url, extra_config)
-        report = _wait_for_report(collector, CALL_ID)
+        report = _wait_for_report(collector, CALL_ID, verdict)
         read = [
             item["output"]
             for request in provider.requests
@@ -90,7 +92,7 @@ def _run(
 
 @pytest.mark.slow
 def test_a_short_output_reaches_the_model_whole_and_is_intact(codex: Path, tmp_path: Path) -> None:
-    report, read, logs = _run(codex, tmp_path, "echo hello from codex")
+    report, read, logs = _run(codex, tmp_path, "echo hello from codex", sc.VERDICT_INTACT)
     assert report["verdict"] == sc.VERDICT_INTACT, report
     assert report["source"] == sc.SOURCE_CODEX
     stages = {s["stage"]: s for s in report["stages"]}
@@ -103,35 +105,57 @@ def test_a_short_output_reaches_the_model_whole_and_is_intact(codex: Path, tmp_p
 
 
 LONG_OUTPUT = "python3 -c \"print('订单 paid, ' * 20000)\""
+PRINTED = len(("订单 paid, " * 20000 + "\n").encode())  # 260,001 bytes
+
+
+def _stages(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {s["stage"]: s for s in report["stages"]}
+
+
+def _assert_declared_as_read(report: dict[str, Any], read: list[str], budget: str) -> None:
+    """Declared, with the bytes the model read (±1 %), Codex's budget and the settings
+    that change it named in the report."""
+    stages = _stages(report)
+    assert stages[sc.STAGE_ORIGINAL]["bytes"] - PRINTED in WRAPPER
+    assert len(read) == 1 and "Warning: truncated output" in read[0]
+    kept = stages[sc.STAGE_LLM_INPUT]["bytes"]
+    assert abs(kept - len(read[0].encode())) <= 0.01 * len(read[0].encode()), (kept, len(read[0]))
+    assert report["lost_chars"] == stages[sc.STAGE_ORIGINAL]["chars"] - kept
+    notes = " ".join(report["notes"])
+    assert budget in notes and "tool_output_token_limit" in notes, report["notes"]
+    assert "max_output_tokens" in notes
 
 
 @pytest.mark.slow
-def test_a_200_kb_output_is_cut_by_codex_and_never_judged_intact(
+def test_a_200_kb_output_cut_by_codex_default_policy_is_declared_with_what_the_model_read(
     codex: Path, tmp_path: Path
 ) -> None:
-    report, read, _ = _run(codex, tmp_path, LONG_OUTPUT)
-    printed = len(("订单 paid, " * 20000 + "\n").encode())  # 260,001 bytes
-    stages = {s["stage"]: s for s in report["stages"]}
-    assert stages[sc.STAGE_ORIGINAL]["bytes"] - printed in WRAPPER
+    report, read, _ = _run(codex, tmp_path, LONG_OUTPUT, sc.VERDICT_DECLARED)
     # What the model read: Codex's cut to 10,000 bytes of head and tail, with its marker.
-    assert read and len(read[0].encode()) < 10_400
-    assert "Warning: truncated output" in read[0] and "chars truncated" in read[0]
-    # Codex's telemetry shows neither; the verdict says so and names the settings.
-    assert report["verdict"] == sc.VERDICT_UNAUDITABLE, report
-    assert any(CODEX_CUT_UNKNOWN in note for note in report["notes"]), report["notes"]
+    assert "chars truncated" in read[0] and len(read[0].encode()) < 10_400
+    _assert_declared_as_read(report, read, "10,000 bytes")
 
 
 @pytest.mark.slow
-def test_with_both_limits_raised_the_whole_output_reaches_the_model_and_no_loss_is_claimed(
+def test_with_only_the_config_limit_raised_the_call_default_cuts_it_to_10_000_tokens(
     codex: Path, tmp_path: Path
 ) -> None:
-    """Only both settings together keep Codex from cutting: the model reads it whole. Its
-    telemetry cannot tell this run from a cut one, so the verdict is not auditable, never
-    a loss (the usage of the request that carried it will tell them apart)."""
     raised = "tool_output_token_limit = 200000\n"
-    report, read, _ = _run(codex, tmp_path, LONG_OUTPUT, 200_000, raised)
-    original = next(s for s in report["stages"] if s["stage"] == sc.STAGE_ORIGINAL)
-    assert read and len(read[0].encode()) == original["bytes"]  # whole, wrapper too
+    report, read, _ = _run(codex, tmp_path, LONG_OUTPUT, sc.VERDICT_DECLARED, None, raised)
+    assert "tokens truncated" in read[0] and 40_000 < len(read[0].encode()) < 40_400
+    _assert_declared_as_read(report, read, "10,000 tokens")
+
+
+@pytest.mark.slow
+def test_with_both_limits_raised_the_whole_output_reaches_the_model_and_is_intact(
+    codex: Path, tmp_path: Path
+) -> None:
+    """Only both settings together keep Codex from cutting: the model reads it whole, as
+    the usage of the request that carried it shows."""
+    raised = "tool_output_token_limit = 200000\n"
+    report, read, _ = _run(codex, tmp_path, LONG_OUTPUT, sc.VERDICT_INTACT, 200_000, raised)
+    stages = _stages(report)
+    assert read and len(read[0].encode()) == stages[sc.STAGE_ORIGINAL]["bytes"]  # wrapper too
     assert "truncated" not in read[0]
-    assert report["verdict"] == sc.VERDICT_UNAUDITABLE, report
+    assert stages[sc.STAGE_LLM_INPUT]["bytes"] == stages[sc.STAGE_ORIGINAL]["bytes"]
     assert report["lost_chars"] == 0 and report["lost_items"] == 0

@@ -3,8 +3,10 @@ OpenTelemetry GenAI inference and ``execute_tool`` spans (and the older forms re
 packages emit), OpenInference ``LLM`` and ``TOOL`` spans, the Vercel AI SDK's ``ai.*``
 spans; and runtimes' log events (Claude Code's request bodies). Pure: a span in, rule records
 out, the message content parsed in memory and dropped (kept only when the operator opts
-in); the one memory between spans, a conversation's last parsed messages
-(:mod:`.parsed_prefixes`), changes how much is parsed, never the records. The rules
+in). Two memories between spans: a conversation's last parsed messages
+(:mod:`.parsed_prefixes`) change how much is parsed, never the records; the evidence of
+recent Codex turns (:mod:`.codex_turns`) lets a later span or log record write a Codex
+output's ``llm_input`` stage again, once it shows what the model read. The rules
 (:mod:`ctxledger.verdicts`) then judge them as they judge the SDK's.
 
 May import: ``decoded`` only (and the SDK's public modules).
@@ -64,7 +66,12 @@ class Derived:
     sent: dict[str, Measurement] = field(default_factory=dict)
 
 
-def may_derive(attributes: dict[str, Any], events: tuple[SpanEvent, ...] = ()) -> bool:
+def may_derive(
+    attributes: dict[str, Any],
+    events: tuple[SpanEvent, ...] = (),
+    name: str = "",
+    service: str | None = None,
+) -> bool:
     """A cheap test that a span follows one of the conventions derivation reads."""
     return (
         sc.GEN_AI_OPERATION_NAME in attributes
@@ -74,6 +81,7 @@ def may_derive(attributes: dict[str, Any], events: tuple[SpanEvent, ...] = ()) -
         or adk.LLM_REQUEST in attributes  # ADK's older call_llm spans name no operation
         or has_openllmetry_prompts(attributes)
         or (bool(events) and codex.tool_result_event(events) is not None)
+        or codex.is_turn_span(name, service, attributes)
     )
 
 
@@ -116,6 +124,8 @@ def derive_span(
     if codex_result is not None:  # Codex's tool spans carry their outputs' sizes only
         stages = codex.tool_output_stages(span, codex_result)
         return Derived(stages=stages) if stages else None
+    if codex.is_turn_span(span.name, span.service_name, span.attributes):
+        return Derived(stages=codex.turn_stages(span))
     span = adk.as_conventions(strands.as_conventions(keyed_by_session(span)))
     output = read_tool_output(span)
     if output is not None:
@@ -151,6 +161,9 @@ class LogDerivation:
         self.usage = UsagePairs()
 
     def derive(self, event: LogEvent) -> Derived | None:
+        if event.event_name == codex.TOOL_RESULT_EVENT:
+            stages = codex.preview_stages(event.attributes)
+            return Derived(stages=stages) if stages else None
         body = request_body_records(event, self.keep_content)
         if body is not None:
             self.usage.add_body(body)

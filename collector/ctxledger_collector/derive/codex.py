@@ -20,16 +20,22 @@ read, so:
   reached the model whole: stage ``llm_input`` the same size, measured before any request
   (every later request of the conversation carries it);
 * a longer one was cut or not by settings the telemetry does not show: its ``llm_input``
-  stage is not auditable, and says which settings decide (:data:`CODEX_CUT_UNKNOWN`).
+  stage is not auditable, and says which settings decide (:data:`CODEX_CUT_UNKNOWN`),
+  until the usage of the requests around it and its log record's preview show what the
+  model read (:mod:`.codex_turns`, :mod:`.codex_kept`): then it is written again, whole
+  or cut to Codex's budget and declared by Codex's marker.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any, Final
 
 from ctxledger import semconv as sc
+from ctxledger.request_count import counter_for_model
 from ctxledger.verdicts import Measurement
 from ctxledger_collector.decoded.batch import DerivedStage
+from ctxledger_collector.derive.codex_turns import SHARED, CodexTurns, Preview
 from ctxledger_collector.derive.spans import SourceSpan, SpanEvent
 
 TOOL_RESULT_EVENT: Final = "codex.tool_result"
@@ -37,13 +43,26 @@ EVENT_NAME: Final = "event.name"
 CALL_ID: Final = "call_id"
 TOOL_NAME: Final = "tool_name"
 OUTPUT_LENGTH: Final = "output_length"
+#: Codex's spans of a turn: a request sent, and the answer's event that reports usage.
+REQUEST_SENT_SPAN: Final = "stream_request"
+USAGE_SPAN: Final = "handle_responses"
+OUTPUT_TOKENS: Final = "gen_ai.usage.output_tokens"
+#: The ``codex.tool_result`` log record: the output's first 2,048 chars, this suffix when
+#: it goes on, the call's arguments and the model.
+PREVIEW: Final = "output"
+PREVIEW_CUT: Final = "\n[... telemetry preview truncated ...]"
+ARGUMENTS: Final = "arguments"
+MAX_OUTPUT_TOKENS: Final = "max_output_tokens"
+MODEL: Final = "model"
 #: Codex's smallest default limit on a tool output the model reads, in bytes.
 SMALLEST_DEFAULT_LIMIT: Final = 10_000
 CODEX_CUT_UNKNOWN: Final = (
     "Codex cuts a tool output over its limit to its head and tail before the model reads it "
     "(10,000 bytes, or 10,000 tokens, by default), and its telemetry shows neither the limit "
     "nor what the model read: the output is whole only where tool_output_token_limit in "
-    "config.toml and the call's max_output_tokens are both raised above its size"
+    "config.toml and the call's max_output_tokens are both raised above its size; the "
+    "usage of the requests around it tells what the model read where Codex exports its "
+    "log records too ([otel] exporter) and its traces"
 )
 
 
@@ -70,7 +89,59 @@ def _text(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def tool_output_stages(span: SourceSpan, event: SpanEvent) -> list[DerivedStage]:
+def is_turn_span(name: str, service: str | None, attributes: dict[str, Any]) -> bool:
+    """A Codex span that tells when a request was sent, or what its usage reports."""
+    if not (service or "").startswith("codex"):
+        return False
+    return name == REQUEST_SENT_SPAN or (
+        name == USAGE_SPAN and sc.GEN_AI_USAGE_INPUT_TOKENS in attributes
+    )
+
+
+def turn_stages(span: SourceSpan, turns: CodexTurns = SHARED) -> list[DerivedStage]:
+    """Remember a turn span (:func:`is_turn_span`); the ``llm_input`` stages it lets
+    :mod:`.codex_turns` write again."""
+    if span.name == REQUEST_SENT_SPAN:
+        return turns.request_sent(span.trace_id, span.start_time_unix_nano)
+    tokens_in = _count(span.attributes.get(sc.GEN_AI_USAGE_INPUT_TOKENS))
+    if tokens_in is None:
+        return []
+    tokens_out = _count(span.attributes.get(OUTPUT_TOKENS)) or 0
+    start = span.start_time_unix_nano
+    return turns.usage(span.trace_id, start, tokens_in, tokens_out, span.observed_at)
+
+
+def _max_output_tokens(arguments: Any) -> int | None:
+    if not isinstance(arguments, str) or MAX_OUTPUT_TOKENS not in arguments:
+        return None
+    try:
+        parsed = json.loads(arguments)
+    except ValueError:
+        return None
+    return _count(parsed.get(MAX_OUTPUT_TOKENS)) if isinstance(parsed, dict) else None
+
+
+def preview_stages(attributes: dict[str, Any], turns: CodexTurns = SHARED) -> list[DerivedStage]:
+    """Remember what a ``codex.tool_result`` log record's preview tells of its output's
+    bytes per token (counted with the model's encoding, then dropped) and the call's
+    ``max_output_tokens``; the stages that lets :mod:`.codex_turns` write again."""
+    call_id = _text(attributes.get(CALL_ID))
+    text = _text(attributes.get(PREVIEW))
+    if call_id is None or text is None:
+        return []
+    text = text.removesuffix(PREVIEW_CUT)
+    model = _text(attributes.get(MODEL))
+    tokens = counter_for_model(model)[0]([text])
+    if tokens <= 0:
+        return []
+    per_token = len(text.encode("utf-8", "surrogatepass")) / tokens
+    most = _max_output_tokens(attributes.get(ARGUMENTS))
+    return turns.preview(call_id, Preview(per_token, most))
+
+
+def tool_output_stages(
+    span: SourceSpan, event: SpanEvent, turns: CodexTurns = SHARED
+) -> list[DerivedStage]:
     """The stages one ``codex.tool_result`` event gives: ``original``, the output's size
     as the tool gave it, and ``llm_input``, what Codex handed the model (none when the
     event names no call or no size)."""
@@ -104,4 +175,5 @@ def tool_output_stages(span: SourceSpan, event: SpanEvent) -> list[DerivedStage]
         telemetry_cut=None if whole else CODEX_CUT_UNKNOWN,
         **common,
     )
-    return [DerivedStage(original, None), DerivedStage(handed, None)]
+    decided = turns.output(span.start_time_unix_nano, span.end_time_unix_nano, length, handed)
+    return [DerivedStage(original, None), DerivedStage(handed, None), *decided]

@@ -21,6 +21,8 @@ MAX_CONTENT = 65_536
 def add_derived(derived: Derived, batch: DecodedBatch, service: str | None) -> None:
     for stage in derived.stages:
         content = {sc.CONTENT_TEXT: stage.text[:MAX_CONTENT]} if stage.text is not None else {}
+        if stage.measurement.note is not None:
+            content[sc.STAGE_NOTE] = stage.measurement.note
         batch.measurements.append(DecodedMeasurement(stage.measurement, content, service))
     if derived.manifest is not None:
         batch.manifests.append(DecodedManifest(derived.manifest, {}, service))

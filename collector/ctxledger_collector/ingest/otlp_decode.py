@@ -103,7 +103,7 @@ def _classify(span: RawSpan, batch: DecodedBatch, keep_content: bool = False) ->
     attrs = span.attributes
     service = span.service_name
     if not (is_measurement(attrs) or is_manifest(attrs)):
-        if may_derive(attrs, span.events):
+        if may_derive(attrs, span.events, span.name, service):
             _derive(span, batch, keep_content)
         else:
             batch.ignored += 1

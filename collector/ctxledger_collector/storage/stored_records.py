@@ -67,13 +67,25 @@ def stored_form(m: Measurement) -> Measurement:
     return stored
 
 
+def _outcome_or_note(stage: str, extra_text: str | None) -> dict[str, Any]:
+    """A received measurement's outcome, or a derived stage's note: the fields its extra
+    attributes give back."""
+    if extra_text is None:
+        return {}
+    extra = loads(extra_text)
+    if stage == sc.STAGE_RECEIVED:
+        return outcome_fields(extra)
+    note = extra.get(sc.STAGE_NOTE) if isinstance(extra, dict) else None
+    return {"note": note} if isinstance(note, str) else {}
+
+
 def measurement_of(row: Sequence[Any], trace_id: str, lists: StoredLists) -> Measurement:
     """A measurement row (all of ``MEASUREMENT_COLUMNS``) as the rules' record."""
     request_key = row[_M["request_key"]]
     tokens = row[_M["tokens"]]
     stage = row[_M["stage"]]
     # A received measurement states its outcome; it is kept among the extra attributes.
-    received = outcome_fields(loads(row[_M["extra"]])) if stage == sc.STAGE_RECEIVED else {}
+    received = _outcome_or_note(stage, row[_M["extra"]])
     return Measurement(
         trace_id=trace_id,
         tool_call_id=row[_M["tool_call_id"]],

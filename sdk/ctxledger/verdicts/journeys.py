@@ -186,7 +186,7 @@ def _judge_journey(
         elif m.telemetry_cut:
             findings.append((semconv.VERDICT_UNAUDITABLE, LAYER_TELEMETRY))
             notes.append(f"stage {m.stage} is not auditable: {m.telemetry_cut}")
-        if m.received is not None and m.note:
+        if m.note:
             notes.append(f"stage {m.stage}: {m.note}")
         if m.inferred:
             notes.append(

@@ -59,7 +59,8 @@ class Measurement:
     lost_tokens: int = 0
     """With ``received``: the tokens of the result the server did not read."""
     note: str | None = None
-    """With ``received``: why the stage gives no verdict, or what the rule assumed."""
+    """With ``received``: why the stage gives no verdict, or what the rule assumed; on a
+    stage the collector derived, what its report should say of it."""
 
     @property
     def sees_marker(self) -> bool:

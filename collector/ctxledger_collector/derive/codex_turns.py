@@ -1,0 +1,260 @@
+"""What the collector process remembers of each Codex turn until it can tell what the
+model read of a long tool output (:mod:`.codex_kept`): the turn's requests (when each was
+sent, what its usage reports), its tool outputs, and each output's telemetry preview.
+
+Codex's telemetry spreads that evidence over spans and log records that arrive in any
+order and in separate exports. A turn is one trace: each request is a ``stream_request``
+span, its usage a ``handle_responses`` span with ``gen_ai.usage.input_tokens``, sent
+before the next request (Codex waits for every tool output of a step before it sends
+the next). So the request before an output is the last one sent before it started, the
+request after it the first one sent after it ended, and a request's usage the first
+after it was sent. Once all of it is here, the output's ``llm_input`` stage is written
+again with what the model read; until then (and for good, when the collector restarts
+in between or forgets the turn), it stays not auditable.
+
+Bounded: the most recent :data:`MAX_TURNS` turns and :data:`MAX_PREVIEWS` previews.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from ctxledger.verdicts import Measurement
+from ctxledger_collector.decoded.batch import DerivedStage
+from ctxledger_collector.derive.codex_kept import SETTINGS, Evidence, Kept, kept_by_codex
+
+MAX_TURNS: Final = 2_000
+MAX_PREVIEWS: Final = 20_000
+HEAD_TAIL: Final = "head_tail"
+#: How much later a stage written again is observed than the copy it replaces (whole
+#: microseconds, as the store compares them, with room for float rounding).
+OBSERVED_LATER: Final = 1e-3
+
+
+#: One piece of a turn's evidence: a request sent ("sent", time), its usage ("usage",
+#: time), or a tool output's span or log record ("call", call id).
+Piece = tuple[str, Any]
+
+
+@dataclass(frozen=True)
+class Preview:
+    """What a ``codex.tool_result`` log record tells of its output beyond its size."""
+
+    bytes_per_token: float
+    max_output_tokens: int | None = None
+
+
+@dataclass
+class _Output:
+    start_ns: int
+    end_ns: int
+    length: int  # the whole output's bytes
+    handed: Measurement  # the stage written before the usage was known
+    #: The stage written again once the turn showed what the model read, and the pieces
+    #: of evidence that showed it.
+    read: DerivedStage | None = None
+    evidence: frozenset[Piece] = frozenset()
+    #: When the requests before and after it were sent, once read.
+    gap: tuple[int, int] | None = None
+
+    def carried_with(self, other: _Output) -> bool:
+        """Whether ``other`` went to the model in the request that carried this one."""
+        return self.gap is not None and self.gap[0] < other.start_ns and other.end_ns <= self.gap[1]
+
+
+@dataclass
+class _Turn:
+    sent: list[int] = field(default_factory=list)  # requests' send times, sorted
+    usage: list[tuple[int, int, int, float]] = field(default_factory=list)  # start, in, out, at
+    outputs: dict[str, _Output] = field(default_factory=dict)
+
+
+def _insert_once(items: list[Any], item: Any) -> None:
+    """Keep ``items`` sorted, each once (an export sent again repeats its spans)."""
+    at = bisect.bisect_left(items, item)
+    if at == len(items) or items[at] != item:
+        items.insert(at, item)
+
+
+def _usage_after(
+    turn: _Turn, sent_ns: int, next_sent: int | None
+) -> tuple[int, int, int, float] | None:
+    """The usage of the request sent at ``sent_ns``: the first reported after it, before
+    the next request was sent."""
+    index = bisect.bisect_right(turn.usage, (sent_ns, 1 << 62))
+    if index == len(turn.usage):
+        return None
+    found = turn.usage[index]
+    if next_sent is not None and found[0] >= next_sent:
+        return None  # that request reported no usage (it failed, or it is still to come)
+    return found
+
+
+class CodexTurns:
+    """The evidence of recent Codex turns, by trace; thread-safe.
+
+    Each method takes one piece of evidence and returns the ``llm_input`` stages it
+    completes, and again those it was part of: a piece that comes again (an export
+    retried, or replayed from the spool) brings its stages again, to be stored again."""
+
+    def __init__(self, max_turns: int = MAX_TURNS, max_previews: int = MAX_PREVIEWS) -> None:
+        self._turns: OrderedDict[str, _Turn] = OrderedDict()
+        self._previews: OrderedDict[str, Preview] = OrderedDict()
+        self._trace_of: dict[str, str] = {}
+        self._max_turns, self._max_previews = max_turns, max_previews
+        self._lock = threading.Lock()
+
+    def _turn(self, trace_id: str) -> _Turn:
+        turn = self._turns.get(trace_id)
+        if turn is None:
+            turn = self._turns[trace_id] = _Turn()
+            while len(self._turns) > self._max_turns:
+                _, gone = self._turns.popitem(last=False)
+                for call_id in gone.outputs:
+                    self._trace_of.pop(call_id, None)
+        self._turns.move_to_end(trace_id)
+        return turn
+
+    def request_sent(self, trace_id: str, start_ns: int) -> list[DerivedStage]:
+        with self._lock:
+            _insert_once(self._turn(trace_id).sent, start_ns)
+            return self._decide(trace_id, ("sent", start_ns))
+
+    def usage(
+        self, trace_id: str, start_ns: int, tokens_in: int, tokens_out: int, observed_at: float
+    ) -> list[DerivedStage]:
+        with self._lock:
+            reported = (start_ns, tokens_in, tokens_out, observed_at)
+            _insert_once(self._turn(trace_id).usage, reported)
+            return self._decide(trace_id, ("usage", start_ns))
+
+    def output(
+        self, start_ns: int, end_ns: int, length: int, handed: Measurement
+    ) -> list[DerivedStage]:
+        with self._lock:
+            turn = self._turn(handed.trace_id)
+            found = _Output(start_ns, end_ns, length, handed)
+            stored = turn.outputs.setdefault(handed.tool_call_id, found)
+            self._trace_of[handed.tool_call_id] = handed.trace_id
+            withdrawn = self._withdraw(turn, stored) if stored is found else []
+            return withdrawn + self._decide(handed.trace_id, ("call", handed.tool_call_id))
+
+    def preview(self, call_id: str, preview: Preview) -> list[DerivedStage]:
+        with self._lock:
+            self._previews[call_id] = preview
+            self._previews.move_to_end(call_id)
+            while len(self._previews) > self._max_previews:
+                self._previews.popitem(last=False)
+            return self._decide(self._trace_of.get(call_id), ("call", call_id))
+
+    @staticmethod
+    def _withdraw(turn: _Turn, late: _Output) -> list[DerivedStage]:
+        """A long output that arrives after another output carried by the same request
+        was read from its usage: that usage held both, so what was read of the other is
+        withdrawn (written again as not auditable, observed later, to be preferred)."""
+        if late.handed.telemetry_cut is None:
+            return []
+        withdrawn: list[DerivedStage] = []
+        for output in turn.outputs.values():
+            if output is late or output.read is None or not output.carried_with(late):
+                continue
+            if output.read.measurement.telemetry_cut is None:
+                after = output.read.measurement.observed_at + OBSERVED_LATER
+                again = dataclasses.replace(output.handed, observed_at=after)
+                output.read = DerivedStage(again)
+                withdrawn.append(output.read)
+        return withdrawn
+
+    def _decide(self, trace_id: str | None, piece: Piece) -> list[DerivedStage]:
+        turn = self._turns.get(trace_id or "")
+        if turn is None:
+            return []
+        stages: list[DerivedStage] = []
+        for call_id, output in turn.outputs.items():
+            if output.handed.telemetry_cut is None:
+                continue  # known whole from its size alone
+            if output.read is None:
+                output.read, output.evidence = self._read(turn, call_id, output)
+                if output.read is not None:
+                    stages.append(output.read)
+            elif piece in output.evidence:
+                stages.append(output.read)
+        return stages
+
+    def _read(
+        self, turn: _Turn, call_id: str, output: _Output
+    ) -> tuple[DerivedStage | None, frozenset[Piece]]:
+        """What the model read of an output, once the turn shows it, and the pieces of
+        evidence that showed it."""
+        preview = self._previews.get(call_id)
+        before_at = bisect.bisect_left(turn.sent, output.start_ns) - 1
+        after_at = bisect.bisect_left(turn.sent, output.end_ns)
+        if preview is None or before_at < 0 or after_at >= len(turn.sent):
+            return None, frozenset()
+        before_sent, after_sent = turn.sent[before_at], turn.sent[after_at]
+        following = turn.sent[after_at + 1] if after_at + 1 < len(turn.sent) else None
+        before = _usage_after(turn, before_sent, turn.sent[before_at + 1])
+        after = _usage_after(turn, after_sent, following)
+        if before is None or after is None:
+            return None, frozenset()
+        between = [
+            o
+            for c, o in turn.outputs.items()
+            if c != call_id and o.start_ns > before_sent and o.end_ns <= after_sent
+        ]
+        if any(o.handed.telemetry_cut is not None for o in between):
+            return None, frozenset()  # two long outputs in one request: no telling apart
+        evidence = Evidence(
+            output_bytes=output.length,
+            added_tokens=after[1] - before[1] - before[2],
+            bytes_per_token=preview.bytes_per_token,
+            other_bytes=sum(o.length for o in between),
+            max_output_tokens=preview.max_output_tokens,
+        )
+        kept = kept_by_codex(evidence)
+        if kept is None:
+            return None, frozenset()
+        pieces: frozenset[Piece] = frozenset(
+            {
+                ("call", call_id),
+                ("sent", before_sent),
+                ("sent", after_sent),
+                ("usage", before[0]),
+                ("usage", after[0]),
+            }
+        )
+        output.gap = (before_sent, after_sent)
+        return DerivedStage(_as_read(output.handed, kept, after[3])), pieces
+
+
+def _as_read(handed: Measurement, kept: Kept, observed_at: float) -> Measurement:
+    """The ``llm_input`` stage as the usage shows it; observed when the request after the
+    output completed, so that this copy is preferred to the one written before."""
+    common = dataclasses.replace(
+        handed,
+        telemetry_cut=None,
+        observed_at=max(observed_at, handed.observed_at + OBSERVED_LATER),
+    )
+    if kept.budget is None:
+        return dataclasses.replace(common, chars=kept.bytes, bytes=kept.bytes)
+    note = (
+        f"Codex cut this output to its head and tail at {kept.budget} (from the usage of "
+        f"the request that carried it); to keep more, raise {SETTINGS}"
+    )
+    return dataclasses.replace(
+        common,
+        chars=kept.bytes,
+        bytes=kept.bytes,
+        declared=True,
+        marker=True,
+        strategy=HEAD_TAIL,
+        note=note,
+    )
+
+
+SHARED = CodexTurns()
