@@ -21,6 +21,7 @@ import bisect
 import dataclasses
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -102,7 +103,13 @@ class CodexTurns:
     completes, and again those it was part of: a piece that comes again (an export
     retried, or replayed from the spool) brings its stages again, to be stored again."""
 
-    def __init__(self, max_turns: int = MAX_TURNS, max_previews: int = MAX_PREVIEWS) -> None:
+    def __init__(
+        self,
+        max_turns: int = MAX_TURNS,
+        max_previews: int = MAX_PREVIEWS,
+        infer: Callable[[Evidence], Kept | None] = kept_by_codex,
+    ) -> None:
+        self._infer = infer
         self._turns: OrderedDict[str, _Turn] = OrderedDict()
         self._previews: OrderedDict[str, Preview] = OrderedDict()
         self._trace_of: dict[str, str] = {}
@@ -216,7 +223,7 @@ class CodexTurns:
             other_bytes=sum(o.length for o in between),
             max_output_tokens=preview.max_output_tokens,
         )
-        kept = kept_by_codex(evidence)
+        kept = self._infer(evidence)
         if kept is None:
             return None, frozenset()
         pieces: frozenset[Piece] = frozenset(
