@@ -1,12 +1,14 @@
 """Real OpenAI Codex CLI (npm ``@openai/codex`` 0.171.0, installed by the test into a
 cached ``node_modules``; its platform binary comes from the npm registry too) in ``codex
 exec`` against the provider stand-in's Responses API, exporting its own logs and traces
-to a real collector, no SDK: each tool output's size is stored from Codex's
-``codex.tool_result`` span event, and judged against Codex's own cut."""
+to a real collector (on SQLite, and on PostgreSQL), no SDK: each tool output's size is
+stored from Codex's ``codex.tool_result`` span event, and what the model read of it
+worked out from the usage of the requests around it."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,7 @@ from ctxledger_cli.provider import ProviderStandIn, ToolCall
 from ctxledger_collector.ops.settings import Settings
 from ctxledger_collector.storage.database import make_engine
 from ctxledger_collector.storage.log_table import LOG_RECORDS
+from tests.collector.conftest import fresh_postgres_database
 from tests.collector.live_collector import LiveCollector
 
 from .codex_cli import codex_binary, run_codex
@@ -32,6 +35,16 @@ WRAPPER = range(90, 130)
 @pytest.fixture(scope="module")
 def codex() -> Path:
     return codex_binary()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """The collector's database: a SQLite file, or a fresh PostgreSQL database."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'ctxledger.db'}"
+        return
+    with fresh_postgres_database() as url:
+        yield url
 
 
 def _reports(collector: LiveCollector, call_id: str) -> list[dict[str, Any]]:
@@ -57,6 +70,7 @@ def _wait_for_report(collector: LiveCollector, call_id: str, verdict: str) -> di
 def _run(
     codex: Path,
     tmp_path: Path,
+    url: str,
     command: str,
     verdict: str,
     max_output_tokens: int | None = None,
@@ -65,7 +79,6 @@ def _run(
     """Codex runs ``command`` once through its shell tool (the call asking for
     ``max_output_tokens`` if given); the call's report, what the model read of the output
     (the stand-in's record of the request that carried it) and the stored log records."""
-    url = f"sqlite:///{tmp_path / 'ctxledger.db'}"
     arguments: dict[str, Any] = {"cmd": command}
     if max_output_tokens is not None:
         arguments["max_output_tokens"] = max_output_tokens
@@ -91,8 +104,10 @@ def _run(
 
 
 @pytest.mark.slow
-def test_a_short_output_reaches_the_model_whole_and_is_intact(codex: Path, tmp_path: Path) -> None:
-    report, read, logs = _run(codex, tmp_path, "echo hello from codex", sc.VERDICT_INTACT)
+def test_a_short_output_reaches_the_model_whole_and_is_intact(
+    codex: Path, tmp_path: Path, database: str
+) -> None:
+    report, read, logs = _run(codex, tmp_path, database, "echo hello from codex", sc.VERDICT_INTACT)
     assert report["verdict"] == sc.VERDICT_INTACT, report
     assert report["source"] == sc.SOURCE_CODEX
     stages = {s["stage"]: s for s in report["stages"]}
@@ -128,9 +143,9 @@ def _assert_declared_as_read(report: dict[str, Any], read: list[str], budget: st
 
 @pytest.mark.slow
 def test_a_200_kb_output_cut_by_codex_default_policy_is_declared_with_what_the_model_read(
-    codex: Path, tmp_path: Path
+    codex: Path, tmp_path: Path, database: str
 ) -> None:
-    report, read, _ = _run(codex, tmp_path, LONG_OUTPUT, sc.VERDICT_DECLARED)
+    report, read, _ = _run(codex, tmp_path, database, LONG_OUTPUT, sc.VERDICT_DECLARED)
     # What the model read: Codex's cut to 10,000 bytes of head and tail, with its marker.
     assert "chars truncated" in read[0] and len(read[0].encode()) < 10_400
     _assert_declared_as_read(report, read, "10,000 bytes")
@@ -138,22 +153,26 @@ def test_a_200_kb_output_cut_by_codex_default_policy_is_declared_with_what_the_m
 
 @pytest.mark.slow
 def test_with_only_the_config_limit_raised_the_call_default_cuts_it_to_10_000_tokens(
-    codex: Path, tmp_path: Path
+    codex: Path, tmp_path: Path, database: str
 ) -> None:
     raised = "tool_output_token_limit = 200000\n"
-    report, read, _ = _run(codex, tmp_path, LONG_OUTPUT, sc.VERDICT_DECLARED, None, raised)
+    report, read, _ = _run(
+        codex, tmp_path, database, LONG_OUTPUT, sc.VERDICT_DECLARED, None, raised
+    )
     assert "tokens truncated" in read[0] and 40_000 < len(read[0].encode()) < 40_400
     _assert_declared_as_read(report, read, "10,000 tokens")
 
 
 @pytest.mark.slow
 def test_with_both_limits_raised_the_whole_output_reaches_the_model_and_is_intact(
-    codex: Path, tmp_path: Path
+    codex: Path, tmp_path: Path, database: str
 ) -> None:
     """Only both settings together keep Codex from cutting: the model reads it whole, as
     the usage of the request that carried it shows."""
     raised = "tool_output_token_limit = 200000\n"
-    report, read, _ = _run(codex, tmp_path, LONG_OUTPUT, sc.VERDICT_INTACT, 200_000, raised)
+    report, read, _ = _run(
+        codex, tmp_path, database, LONG_OUTPUT, sc.VERDICT_INTACT, 200_000, raised
+    )
     stages = _stages(report)
     assert read and len(read[0].encode()) == stages[sc.STAGE_ORIGINAL]["bytes"]  # wrapper too
     assert "truncated" not in read[0]
