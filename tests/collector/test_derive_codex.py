@@ -94,7 +94,12 @@ def _read_stage(report: Report) -> Measurement:
 
 def test_the_recording_holds_what_derivation_reads() -> None:
     names = {s.name for s in SPANS}
-    assert names == {"dispatch_tool_call_with_state", "stream_request", "handle_responses"}
+    assert names == {
+        "dispatch_tool_call_with_state",
+        "stream_request",
+        "handle_responses",
+        "session_task.turn",
+    }
     assert all(may_derive(s.attributes, s.events, s.name, s.service_name) for s in SPANS)
     # The dispatch spans have no attribute of their own; the turn spans need their name.
     assert not any(may_derive(s.attributes) for s in SPANS)
@@ -153,6 +158,20 @@ def test_evidence_sent_again_brings_its_stage_again_for_the_store() -> None:
         assert {m for m in again if m.stage == sc.STAGE_LLM_INPUT and m.chars} <= read
         assert len({m.trace_id for m in again}) <= 1  # only the stages it was evidence of
     assert read <= set(_fed(PIECES, turns))
+
+
+def test_any_one_span_of_the_turn_lost_gives_no_reading_rather_than_a_wrong_one() -> None:
+    """A span lost in transit, or sent to another collector, leaves the output not
+    auditable: the turn's usage no longer adds up, a request was never seen sent, or a
+    call issued has no output."""
+    long_output = next(s for s in SPANS if _call_id(s) == "call_long")
+    turn = [s for s in SPANS if s.trace_id == long_output.trace_id and s is not long_output]
+    assert len(turn) >= 6  # sent, usage and call issued twice over, and the turn
+    for lost in turn:
+        pieces = [_span_piece(s) for s in SPANS if s is not lost] + [*map(_log_piece, LOGS)]
+        report = _reports(_fed(pieces))["call_long"]
+        assert report.verdict == sc.VERDICT_UNAUDITABLE, (lost.name, lost.attributes)
+        assert report.lost_chars == 0
 
 
 def test_without_its_log_record_a_long_output_stays_unauditable_naming_the_setting() -> None:

@@ -43,10 +43,15 @@ EVENT_NAME: Final = "event.name"
 CALL_ID: Final = "call_id"
 TOOL_NAME: Final = "tool_name"
 OUTPUT_LENGTH: Final = "output_length"
-#: Codex's spans of a turn: a request sent, and the answer's event that reports usage.
+#: Codex's spans of a turn: a request sent; an event of its answer (the one that reports
+#: usage, or one that issued a tool call); the turn itself, with its usage summed.
 REQUEST_SENT_SPAN: Final = "stream_request"
-USAGE_SPAN: Final = "handle_responses"
+ANSWER_EVENT_SPAN: Final = "handle_responses"
+TURN_SPAN: Final = "session_task.turn"
 OUTPUT_TOKENS: Final = "gen_ai.usage.output_tokens"
+TURN_INPUT_TOKENS: Final = "codex.turn.token_usage.input_tokens"
+ANSWER_EVENT_FROM: Final = "from"
+ITEM_DONE: Final = "output_item_done"
 #: The ``codex.tool_result`` log record: the output's first 2,048 chars, this suffix when
 #: it goes on, the call's arguments and the model.
 PREVIEW: Final = "output"
@@ -89,24 +94,35 @@ def _text(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+def _issues_a_call(attributes: dict[str, Any]) -> bool:
+    return attributes.get(ANSWER_EVENT_FROM) == ITEM_DONE and TOOL_NAME in attributes
+
+
 def is_turn_span(name: str, service: str | None, attributes: dict[str, Any]) -> bool:
-    """A Codex span that tells when a request was sent, or what its usage reports."""
+    """A Codex span that tells when a request was sent, what its usage reports, that its
+    answer issued a tool call, or what the whole turn's usage was."""
     if not (service or "").startswith("codex"):
         return False
-    return name == REQUEST_SENT_SPAN or (
-        name == USAGE_SPAN and sc.GEN_AI_USAGE_INPUT_TOKENS in attributes
-    )
+    if name == ANSWER_EVENT_SPAN:
+        return sc.GEN_AI_USAGE_INPUT_TOKENS in attributes or _issues_a_call(attributes)
+    return name == REQUEST_SENT_SPAN or (name == TURN_SPAN and TURN_INPUT_TOKENS in attributes)
 
 
 def turn_stages(span: SourceSpan, turns: CodexTurns = SHARED) -> list[DerivedStage]:
     """Remember a turn span (:func:`is_turn_span`); the ``llm_input`` stages it lets
     :mod:`.codex_turns` write again."""
+    attributes = span.attributes
     if span.name == REQUEST_SENT_SPAN:
         return turns.request_sent(span.trace_id, span.start_time_unix_nano)
-    tokens_in = _count(span.attributes.get(sc.GEN_AI_USAGE_INPUT_TOKENS))
+    if span.name == TURN_SPAN:
+        total = _count(attributes.get(TURN_INPUT_TOKENS))
+        return [] if total is None else turns.turn_over(span.trace_id, total)
+    if _issues_a_call(attributes):
+        return turns.call_issued(span.trace_id, span.span_id)
+    tokens_in = _count(attributes.get(sc.GEN_AI_USAGE_INPUT_TOKENS))
     if tokens_in is None:
         return []
-    tokens_out = _count(span.attributes.get(OUTPUT_TOKENS)) or 0
+    tokens_out = _count(attributes.get(OUTPUT_TOKENS)) or 0
     start = span.start_time_unix_nano
     return turns.usage(span.trace_id, start, tokens_in, tokens_out, span.observed_at)
 

@@ -8,8 +8,9 @@ span, its usage a ``handle_responses`` span with ``gen_ai.usage.input_tokens``, 
 before the next request (Codex waits for every tool output of a step before it sends
 the next). So the request before an output is the last one sent before it started, the
 request after it the first one sent after it ended, and a request's usage the first
-after it was sent. Once all of it is here, the output's ``llm_input`` stage is written
-again with what the model read; until then (and for good, when the collector restarts
+after it was sent. Once all of it is here (:meth:`_Turn.complete`: the turn's own span
+sums its usage, and each call its answers issued has its output), the output's
+``llm_input`` stage is written again with what the model read; until then (and for good, when the collector restarts
 in between or forgets the turn), it stays not auditable.
 
 Bounded: the most recent :data:`MAX_TURNS` turns and :data:`MAX_PREVIEWS` previews.
@@ -38,7 +39,8 @@ OBSERVED_LATER: Final = 1e-3
 
 
 #: One piece of a turn's evidence: a request sent ("sent", time), its usage ("usage",
-#: time), or a tool output's span or log record ("call", call id).
+#: time), a tool output's span or log record ("call", call id), or what the turn's own
+#: spans say of all of it ("turn", trace id).
 Piece = tuple[str, Any]
 
 
@@ -73,6 +75,27 @@ class _Turn:
     sent: list[int] = field(default_factory=list)  # requests' send times, sorted
     usage: list[tuple[int, int, int, float]] = field(default_factory=list)  # start, in, out, at
     outputs: dict[str, _Output] = field(default_factory=dict)
+    #: The turn's input tokens, as its own span sums them once the turn is over.
+    total_input: int | None = None
+    #: The spans that saw a response issue a tool call.
+    issued: set[str] = field(default_factory=set)
+
+    def complete(self) -> bool:
+        """Whether every span the reading needs is here: the usage reported sums to the
+        turn's total, each request that reported usage was seen sent, and each call
+        issued has its output. A span lost in transit, or sent to another collector,
+        makes the turn give no reading rather than a wrong one."""
+        if self.total_input is None or sum(u[1] for u in self.usage) != self.total_input:
+            return False
+        if len(self.issued) != len(self.outputs):
+            return False
+        previous = -1
+        for start, *_ in self.usage:
+            at = bisect.bisect_right(self.sent, start) - 1
+            if at < 0 or self.sent[at] <= previous:
+                return False  # no request sent since the previous usage
+            previous = start
+        return True
 
 
 def _insert_once(items: list[Any], item: Any) -> None:
@@ -140,6 +163,16 @@ class CodexTurns:
             _insert_once(self._turn(trace_id).usage, reported)
             return self._decide(trace_id, ("usage", start_ns))
 
+    def turn_over(self, trace_id: str, total_input: int) -> list[DerivedStage]:
+        with self._lock:
+            self._turn(trace_id).total_input = total_input
+            return self._decide(trace_id, ("turn", trace_id))
+
+    def call_issued(self, trace_id: str, span_id: str) -> list[DerivedStage]:
+        with self._lock:
+            self._turn(trace_id).issued.add(span_id)
+            return self._decide(trace_id, ("turn", trace_id))
+
     def output(
         self, start_ns: int, end_ns: int, length: int, handed: Measurement
     ) -> list[DerivedStage]:
@@ -182,6 +215,8 @@ class CodexTurns:
         if turn is None:
             return []
         stages: list[DerivedStage] = []
+        if not turn.complete():
+            return stages
         for call_id, output in turn.outputs.items():
             if output.handed.telemetry_cut is None:
                 continue  # known whole from its size alone
@@ -189,7 +224,7 @@ class CodexTurns:
                 output.read, output.evidence = self._read(turn, call_id, output)
                 if output.read is not None:
                     stages.append(output.read)
-            elif piece in output.evidence:
+            elif piece in output.evidence or piece[0] == "turn":
                 stages.append(output.read)
         return stages
 
