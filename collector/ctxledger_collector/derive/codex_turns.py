@@ -10,8 +10,9 @@ the next). So the request before an output is the last one sent before it starte
 request after it the first one sent after it ended, and a request's usage the first
 after it was sent. Once all of it is here (:meth:`_Turn.complete`: the turn's own span
 sums its usage, and each call its answers issued has its output), the output's
-``llm_input`` stage is written again with what the model read; until then (and for good, when the collector restarts
-in between or forgets the turn), it stays not auditable.
+``llm_input`` stage is written again with what the model read; until then (and for
+good, when the collector restarts in between or forgets the turn), it stays not
+auditable.
 
 Bounded: the most recent :data:`MAX_TURNS` turns and :data:`MAX_PREVIEWS` previews.
 """
