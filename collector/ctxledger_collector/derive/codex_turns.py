@@ -1,18 +1,11 @@
-"""What the collector process remembers of each Codex turn until it can tell what the
-model read of a long tool output (:mod:`.codex_kept`): the turn's requests (when each was
-sent, what its usage reports), its tool outputs, and each output's telemetry preview.
+"""What the collector process remembers of each recent Codex turn (:mod:`.codex_turn`)
+until it can tell what the model read of a long tool output (:mod:`.codex_kept`).
 
 Codex's telemetry spreads that evidence over spans and log records that arrive in any
-order and in separate exports. A turn is one trace: each request is a ``stream_request``
-span, its usage a ``handle_responses`` span with ``gen_ai.usage.input_tokens``, sent
-before the next request (Codex waits for every tool output of a step before it sends
-the next). So the request before an output is the last one sent before it started, the
-request after it the first one sent after it ended, and a request's usage the first
-after it was sent. Once all of it is here (:meth:`_Turn.complete`: the turn's own span
-sums its usage, and each call its answers issued has its output), the output's
-``llm_input`` stage is written again with what the model read; until then (and for
-good, when the collector restarts in between or forgets the turn), it stays not
-auditable.
+order and in separate exports: each piece is added here as it comes. Once the whole turn
+is here (:meth:`.codex_turn.Turn.complete`), a long output's ``llm_input`` stage is
+written again with what the model read; until then (and for good, when the collector
+restarts in between or forgets the turn), it stays not auditable.
 
 Bounded: the most recent :data:`MAX_TURNS` turns and :data:`MAX_PREVIEWS` previews.
 """
@@ -24,12 +17,13 @@ import dataclasses
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, Final
+from dataclasses import dataclass
+from typing import Final
 
 from ctxledger.verdicts import Measurement
 from ctxledger_collector.decoded.batch import DerivedStage
 from ctxledger_collector.derive.codex_kept import SETTINGS, Evidence, Kept, kept_by_codex
+from ctxledger_collector.derive.codex_turn import Output, Piece, Turn, insert_once
 
 MAX_TURNS: Final = 2_000
 MAX_PREVIEWS: Final = 20_000
@@ -39,85 +33,12 @@ HEAD_TAIL: Final = "head_tail"
 OBSERVED_LATER: Final = 1e-3
 
 
-#: One piece of a turn's evidence: a request sent ("sent", time), its usage ("usage",
-#: time), a tool output's span or log record ("call", call id), or what the turn's own
-#: spans say of all of it ("turn", trace id).
-Piece = tuple[str, Any]
-
-
 @dataclass(frozen=True)
 class Preview:
     """What a ``codex.tool_result`` log record tells of its output beyond its size."""
 
     bytes_per_token: float
     max_output_tokens: int | None = None
-
-
-@dataclass
-class _Output:
-    start_ns: int
-    end_ns: int
-    length: int  # the whole output's bytes
-    handed: Measurement  # the stage written before the usage was known
-    #: The stage written again once the turn showed what the model read, and the pieces
-    #: of evidence that showed it.
-    read: DerivedStage | None = None
-    evidence: frozenset[Piece] = frozenset()
-    #: When the requests before and after it were sent, once read.
-    gap: tuple[int, int] | None = None
-
-    def carried_with(self, other: _Output) -> bool:
-        """Whether ``other`` went to the model in the request that carried this one."""
-        return self.gap is not None and self.gap[0] < other.start_ns and other.end_ns <= self.gap[1]
-
-
-@dataclass
-class _Turn:
-    sent: list[int] = field(default_factory=list)  # requests' send times, sorted
-    usage: list[tuple[int, int, int, float]] = field(default_factory=list)  # start, in, out, at
-    outputs: dict[str, _Output] = field(default_factory=dict)
-    #: The turn's input tokens, as its own span sums them once the turn is over.
-    total_input: int | None = None
-    #: The spans that saw a response issue a tool call.
-    issued: set[str] = field(default_factory=set)
-
-    def complete(self) -> bool:
-        """Whether every span the reading needs is here: the usage reported sums to the
-        turn's total, each request that reported usage was seen sent, and each call
-        issued has its output. A span lost in transit, or sent to another collector,
-        makes the turn give no reading rather than a wrong one."""
-        if self.total_input is None or sum(u[1] for u in self.usage) != self.total_input:
-            return False
-        if len(self.issued) != len(self.outputs):
-            return False
-        previous = -1
-        for start, *_ in self.usage:
-            at = bisect.bisect_right(self.sent, start) - 1
-            if at < 0 or self.sent[at] <= previous:
-                return False  # no request sent since the previous usage
-            previous = start
-        return True
-
-
-def _insert_once(items: list[Any], item: Any) -> None:
-    """Keep ``items`` sorted, each once (an export sent again repeats its spans)."""
-    at = bisect.bisect_left(items, item)
-    if at == len(items) or items[at] != item:
-        items.insert(at, item)
-
-
-def _usage_after(
-    turn: _Turn, sent_ns: int, next_sent: int | None
-) -> tuple[int, int, int, float] | None:
-    """The usage of the request sent at ``sent_ns``: the first reported after it, before
-    the next request was sent."""
-    index = bisect.bisect_right(turn.usage, (sent_ns, 1 << 62))
-    if index == len(turn.usage):
-        return None
-    found = turn.usage[index]
-    if next_sent is not None and found[0] >= next_sent:
-        return None  # that request reported no usage (it failed, or it is still to come)
-    return found
 
 
 class CodexTurns:
@@ -134,16 +55,16 @@ class CodexTurns:
         infer: Callable[[Evidence], Kept | None] = kept_by_codex,
     ) -> None:
         self._infer = infer
-        self._turns: OrderedDict[str, _Turn] = OrderedDict()
+        self._turns: OrderedDict[str, Turn] = OrderedDict()
         self._previews: OrderedDict[str, Preview] = OrderedDict()
         self._trace_of: dict[str, str] = {}
         self._max_turns, self._max_previews = max_turns, max_previews
         self._lock = threading.Lock()
 
-    def _turn(self, trace_id: str) -> _Turn:
+    def _turn(self, trace_id: str) -> Turn:
         turn = self._turns.get(trace_id)
         if turn is None:
-            turn = self._turns[trace_id] = _Turn()
+            turn = self._turns[trace_id] = Turn()
             while len(self._turns) > self._max_turns:
                 _, gone = self._turns.popitem(last=False)
                 for call_id in gone.outputs:
@@ -153,7 +74,7 @@ class CodexTurns:
 
     def request_sent(self, trace_id: str, start_ns: int) -> list[DerivedStage]:
         with self._lock:
-            _insert_once(self._turn(trace_id).sent, start_ns)
+            insert_once(self._turn(trace_id).sent, start_ns)
             return self._decide(trace_id, ("sent", start_ns))
 
     def usage(
@@ -161,7 +82,7 @@ class CodexTurns:
     ) -> list[DerivedStage]:
         with self._lock:
             reported = (start_ns, tokens_in, tokens_out, observed_at)
-            _insert_once(self._turn(trace_id).usage, reported)
+            insert_once(self._turn(trace_id).usage, reported)
             return self._decide(trace_id, ("usage", start_ns))
 
     def turn_over(self, trace_id: str, total_input: int) -> list[DerivedStage]:
@@ -179,7 +100,7 @@ class CodexTurns:
     ) -> list[DerivedStage]:
         with self._lock:
             turn = self._turn(handed.trace_id)
-            found = _Output(start_ns, end_ns, length, handed)
+            found = Output(start_ns, end_ns, length, handed)
             stored = turn.outputs.setdefault(handed.tool_call_id, found)
             self._trace_of[handed.tool_call_id] = handed.trace_id
             withdrawn = self._withdraw(turn, stored) if stored is found else []
@@ -194,7 +115,7 @@ class CodexTurns:
             return self._decide(self._trace_of.get(call_id), ("call", call_id))
 
     @staticmethod
-    def _withdraw(turn: _Turn, late: _Output) -> list[DerivedStage]:
+    def _withdraw(turn: Turn, late: Output) -> list[DerivedStage]:
         """A long output that arrives after another output carried by the same request
         was read from its usage: that usage held both, so what was read of the other is
         withdrawn (written again as not auditable, observed later, to be preferred)."""
@@ -230,7 +151,7 @@ class CodexTurns:
         return stages
 
     def _read(
-        self, turn: _Turn, call_id: str, output: _Output
+        self, turn: Turn, call_id: str, output: Output
     ) -> tuple[DerivedStage | None, frozenset[Piece]]:
         """What the model read of an output, once the turn shows it, and the pieces of
         evidence that showed it."""
@@ -241,8 +162,8 @@ class CodexTurns:
             return None, frozenset()
         before_sent, after_sent = turn.sent[before_at], turn.sent[after_at]
         following = turn.sent[after_at + 1] if after_at + 1 < len(turn.sent) else None
-        before = _usage_after(turn, before_sent, turn.sent[before_at + 1])
-        after = _usage_after(turn, after_sent, following)
+        before = turn.usage_after(before_sent, turn.sent[before_at + 1])
+        after = turn.usage_after(after_sent, following)
         if before is None or after is None:
             return None, frozenset()
         between = [
