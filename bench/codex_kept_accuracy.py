@@ -41,7 +41,7 @@ from ctxledger_cli.provider import ProviderStandIn, ToolCall
 from ctxledger_collector.derive import codex, may_derive
 from ctxledger_collector.derive.codex_kept import Evidence, Kept, kept_by_codex
 from ctxledger_collector.derive.codex_turns import CodexTurns
-from ctxledger_collector.ingest.otlp_logs import proto_log_records
+from ctxledger_collector.ingest.otlp_logs import RawLogRecord, proto_log_records
 from ctxledger_collector.ingest.otlp_proto import proto_spans
 from ctxledger_collector.ingest.otlp_spans import DecodeLimits, RawSpan
 
@@ -110,9 +110,10 @@ def _derived(receiver: OTLPReceiver, seen: list[Evidence]) -> Measurement:
                     stages += codex.tool_output_stages(span, event, turns)
             continue
         for record in proto_log_records(request.body, DecodeLimits()):
-            attributes: dict[str, Any] = getattr(record, "attributes", {})
-            if attributes.get("event.name") == codex.TOOL_RESULT_EVENT:
-                stages += codex.preview_stages(attributes, turns)
+            if not isinstance(record, RawLogRecord):
+                continue
+            if record.attributes.get("event.name") == codex.TOOL_RESULT_EVENT:
+                stages += codex.preview_stages(record.attributes, record.trace_id, turns)
     read = [s.measurement for s in stages if s.measurement.stage == sc.STAGE_LLM_INPUT]
     return max(read, key=lambda m: m.observed_at)
 

@@ -40,7 +40,10 @@ def _span(fields: dict[str, Any]) -> SourceSpan:
 
 
 SPANS = [_span(s) for s in RECORDED["spans"]]
-LOGS: list[dict[str, Any]] = [r["attributes"] for r in RECORDED["logs"]]
+#: Each ``codex.tool_result`` log record: its trace and its attributes.
+LOGS: list[tuple[str, dict[str, Any]]] = [
+    (r["trace_id"], r["attributes"]) for r in RECORDED["logs"]
+]
 
 
 def _span_piece(span: SourceSpan) -> Piece:
@@ -50,8 +53,9 @@ def _span_piece(span: SourceSpan) -> Piece:
     return lambda turns: codex.turn_stages(span, turns)
 
 
-def _log_piece(attributes: dict[str, Any]) -> Piece:
-    return lambda turns: codex.preview_stages(attributes, turns)
+def _log_piece(record: tuple[str, dict[str, Any]]) -> Piece:
+    trace_id, attributes = record
+    return lambda turns: codex.preview_stages(attributes, trace_id, turns)
 
 
 PIECES: list[Piece] = [*map(_span_piece, SPANS), *map(_log_piece, LOGS)]
@@ -103,7 +107,8 @@ def test_the_recording_holds_what_derivation_reads() -> None:
     assert all(may_derive(s.attributes, s.events, s.name, s.service_name) for s in SPANS)
     # The dispatch spans have no attribute of their own; the turn spans need their name.
     assert not any(may_derive(s.attributes) for s in SPANS)
-    assert {a["call_id"] for a in LOGS} == set(READ_BYTES)
+    assert {a["call_id"] for _, a in LOGS} == set(READ_BYTES)
+    assert {t for t, _ in LOGS} <= {s.trace_id for s in SPANS}
 
 
 def test_a_short_output_reached_the_model_whole() -> None:
@@ -174,6 +179,23 @@ def test_any_one_span_of_the_turn_lost_gives_no_reading_rather_than_a_wrong_one(
         assert report.lost_chars == 0
 
 
+def test_a_call_id_that_comes_again_in_another_turn_reads_each_turn_alone() -> None:
+    """The model chooses call ids; the same one in two turns (two traces) must never lend
+    one turn's preview or stage to the other. Seen first in the e2e tests, which reuse a
+    call id across runs in one collector process."""
+    turns = CodexTurns()
+    first = {m.trace_id for m in _fed(PIECES, turns) if m.tool_call_id == "call_long"}
+    again = "f" * 32
+    trace_id, attributes = next(r for r in LOGS if r[1]["call_id"] == "call_long")
+    later = codex.preview_stages(attributes, again, turns)  # another turn, same call id
+    assert later == [] and first == {trace_id}
+    long_output = next(s for s in SPANS if _call_id(s) == "call_long")
+    elsewhere = dataclasses.replace(long_output, trace_id=again)
+    stages = _span_piece(elsewhere)(turns)
+    assert {s.measurement.trace_id for s in stages} == {again}
+    assert all(s.measurement.telemetry_cut for s in stages if s.measurement.stage == "llm_input")
+
+
 def test_without_its_log_record_a_long_output_stays_unauditable_naming_the_setting() -> None:
     reports = _reports(_fed(map(_span_piece, SPANS)))
     for call_id in ("call_long", "call_config", "call_both", "call_asked_less"):
@@ -188,7 +210,8 @@ def test_two_long_outputs_carried_by_one_request_are_not_told_apart() -> None:
     assert event is not None
     twin_event = SpanEvent(event.name, {**event.attributes, "call_id": "call_twin"})
     twin = dataclasses.replace(long_span, span_id="ef" * 8, events=(twin_event,))
-    twin_log = {**next(a for a in LOGS if a["call_id"] == "call_long"), "call_id": "call_twin"}
+    trace_id, attributes = next(r for r in LOGS if r[1]["call_id"] == "call_long")
+    twin_log = (trace_id, {**attributes, "call_id": "call_twin"})
     twin_pieces = [_span_piece(twin), _log_piece(twin_log)]
     # The twin arrives first (as Codex exports spans in the order they end), or last:
     # what was read of the other from that usage is withdrawn.
@@ -208,8 +231,9 @@ def test_the_collector_reads_it_through_its_span_and_log_derivation() -> None:
         assert derived is not None, span.name
         stages += derived.stages
     logs = LogDerivation()
-    for attributes in LOGS:
-        derived = logs.derive(LogEvent(codex.TOOL_RESULT_EVENT, 0, attributes, None, False))
+    for trace_id, attributes in LOGS:
+        event = LogEvent(codex.TOOL_RESULT_EVENT, 0, attributes, None, False, trace_id=trace_id)
+        derived = logs.derive(event)
         stages += derived.stages if derived is not None else []
     reports = _reports(s.measurement for s in stages)
     assert reports["call_long"].verdict == sc.VERDICT_DECLARED
@@ -233,8 +257,10 @@ def test_an_event_without_a_call_or_a_size_gives_nothing() -> None:
 
 def test_a_preview_without_text_or_with_odd_arguments_gives_nothing_and_never_raises() -> None:
     turns = CodexTurns()
-    assert codex.preview_stages({"call_id": "c1"}, turns) == []
-    assert codex.preview_stages({"call_id": "c1", "output": ""}, turns) == []
+    trace = "ab" * 16
+    assert codex.preview_stages({"call_id": "c1"}, trace, turns) == []
+    assert codex.preview_stages({"call_id": "c1", "output": ""}, trace, turns) == []
+    assert codex.preview_stages({"call_id": "c1", "output": "x"}, None, turns) == []
     odd = {"call_id": "c1", "output": "x", "arguments": "{not json max_output_tokens"}
-    assert codex.preview_stages(odd, turns) == []
-    assert codex.preview_stages({**odd, "arguments": '["max_output_tokens"]'}, turns) == []
+    assert codex.preview_stages(odd, trace, turns) == []
+    assert codex.preview_stages({**odd, "arguments": '["max_output_tokens"]'}, trace, turns) == []

@@ -162,7 +162,7 @@ class LogDerivation:
 
     def derive(self, event: LogEvent) -> Derived | None:
         if event.event_name == codex.TOOL_RESULT_EVENT:
-            stages = codex.preview_stages(event.attributes)
+            stages = codex.preview_stages(event.attributes, event.trace_id)
             return Derived(stages=stages) if stages else None
         body = request_body_records(event, self.keep_content)
         if body is not None:

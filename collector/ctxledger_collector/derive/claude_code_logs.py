@@ -53,6 +53,8 @@ class LogEvent:
     scope_name: str | None = None
     #: Why the body is not here (a file the collector may not or could not read).
     unread: str | None = None
+    #: The trace the record was emitted in, if any.
+    trace_id: str | None = None
 
 
 def _text(attributes: dict[str, Any], key: str) -> str | None:

@@ -137,13 +137,16 @@ def _max_output_tokens(arguments: Any) -> int | None:
     return _count(parsed.get(MAX_OUTPUT_TOKENS)) if isinstance(parsed, dict) else None
 
 
-def preview_stages(attributes: dict[str, Any], turns: CodexTurns = SHARED) -> list[DerivedStage]:
-    """Remember what a ``codex.tool_result`` log record's preview tells of its output's
-    bytes per token (counted with the model's encoding, then dropped) and the call's
-    ``max_output_tokens``; the stages that lets :mod:`.codex_turns` write again."""
+def preview_stages(
+    attributes: dict[str, Any], trace_id: str | None, turns: CodexTurns = SHARED
+) -> list[DerivedStage]:
+    """Remember what a ``codex.tool_result`` log record (of the turn ``trace_id``) tells
+    of its output: its preview's bytes per token (counted with the model's encoding, then
+    dropped) and the call's ``max_output_tokens``; the stages that lets
+    :mod:`.codex_turns` write again. A record outside any trace tells nothing."""
     call_id = _text(attributes.get(CALL_ID))
     text = _text(attributes.get(PREVIEW))
-    if call_id is None or text is None:
+    if call_id is None or text is None or not trace_id:
         return []
     text = text.removesuffix(PREVIEW_CUT)
     model = _text(attributes.get(MODEL))
@@ -152,7 +155,7 @@ def preview_stages(attributes: dict[str, Any], turns: CodexTurns = SHARED) -> li
         return []
     per_token = len(text.encode("utf-8", "surrogatepass")) / tokens
     most = _max_output_tokens(attributes.get(ARGUMENTS))
-    return turns.preview(call_id, Preview(per_token, most))
+    return turns.preview(trace_id, call_id, Preview(per_token, most))
 
 
 def tool_output_stages(

@@ -56,8 +56,7 @@ class CodexTurns:
     ) -> None:
         self._infer = infer
         self._turns: OrderedDict[str, Turn] = OrderedDict()
-        self._previews: OrderedDict[str, Preview] = OrderedDict()
-        self._trace_of: dict[str, str] = {}
+        self._previews: OrderedDict[tuple[str, str], Preview] = OrderedDict()
         self._max_turns, self._max_previews = max_turns, max_previews
         self._lock = threading.Lock()
 
@@ -66,9 +65,7 @@ class CodexTurns:
         if turn is None:
             turn = self._turns[trace_id] = Turn()
             while len(self._turns) > self._max_turns:
-                _, gone = self._turns.popitem(last=False)
-                for call_id in gone.outputs:
-                    self._trace_of.pop(call_id, None)
+                self._turns.popitem(last=False)
         self._turns.move_to_end(trace_id)
         return turn
 
@@ -102,17 +99,19 @@ class CodexTurns:
             turn = self._turn(handed.trace_id)
             found = Output(start_ns, end_ns, length, handed)
             stored = turn.outputs.setdefault(handed.tool_call_id, found)
-            self._trace_of[handed.tool_call_id] = handed.trace_id
             withdrawn = self._withdraw(turn, stored) if stored is found else []
             return withdrawn + self._decide(handed.trace_id, ("call", handed.tool_call_id))
 
-    def preview(self, call_id: str, preview: Preview) -> list[DerivedStage]:
+    def preview(self, trace_id: str, call_id: str, preview: Preview) -> list[DerivedStage]:
+        """A call's preview, keyed by its trace too: a call id is the model's to choose,
+        and may come again in another turn."""
         with self._lock:
-            self._previews[call_id] = preview
-            self._previews.move_to_end(call_id)
+            key = (trace_id, call_id)
+            self._previews[key] = preview
+            self._previews.move_to_end(key)
             while len(self._previews) > self._max_previews:
                 self._previews.popitem(last=False)
-            return self._decide(self._trace_of.get(call_id), ("call", call_id))
+            return self._decide(trace_id, ("call", call_id))
 
     @staticmethod
     def _withdraw(turn: Turn, late: Output) -> list[DerivedStage]:
@@ -132,8 +131,8 @@ class CodexTurns:
                 withdrawn.append(output.read)
         return withdrawn
 
-    def _decide(self, trace_id: str | None, piece: Piece) -> list[DerivedStage]:
-        turn = self._turns.get(trace_id or "")
+    def _decide(self, trace_id: str, piece: Piece) -> list[DerivedStage]:
+        turn = self._turns.get(trace_id)
         if turn is None:
             return []
         stages: list[DerivedStage] = []
@@ -155,7 +154,7 @@ class CodexTurns:
     ) -> tuple[DerivedStage | None, frozenset[Piece]]:
         """What the model read of an output, once the turn shows it, and the pieces of
         evidence that showed it."""
-        preview = self._previews.get(call_id)
+        preview = self._previews.get((output.handed.trace_id, call_id))
         before_at = bisect.bisect_left(turn.sent, output.start_ns) - 1
         after_at = bisect.bisect_left(turn.sent, output.end_ns)
         if preview is None or before_at < 0 or after_at >= len(turn.sent):

@@ -67,6 +67,7 @@ def _derive_log(
         service_name=decoded.service_name,
         scope_name=decoded.scope_name,
         unread=body.unread,
+        trace_id=decoded.trace_id,
     )
     derived = derivation.derive(event)
     if derived is not None:

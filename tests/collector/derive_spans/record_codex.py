@@ -21,7 +21,7 @@ from typing import Any
 from ctxledger_cli.provider import ProviderStandIn, ToolCall
 from ctxledger_collector.derive import may_derive
 from ctxledger_collector.derive.codex import TOOL_RESULT_EVENT
-from ctxledger_collector.ingest.otlp_logs import proto_log_records
+from ctxledger_collector.ingest.otlp_logs import RawLogRecord, proto_log_records
 from ctxledger_collector.ingest.otlp_proto import proto_spans
 from ctxledger_collector.ingest.otlp_spans import DecodeLimits, RawSpan
 from tests.e2e.codex_cli import codex_binary, run_codex
@@ -68,9 +68,10 @@ def _received(receiver: OTLPReceiver) -> tuple[list[dict[str, Any]], list[dict[s
                     spans.append(_span(span))
             continue
         for record in proto_log_records(request.body, DecodeLimits()):
-            attributes = getattr(record, "attributes", {})
-            if attributes.get("event.name") == TOOL_RESULT_EVENT:
-                logs.append({"attributes": attributes})
+            if isinstance(record, RawLogRecord) and (
+                record.attributes.get("event.name") == TOOL_RESULT_EVENT
+            ):
+                logs.append({"trace_id": record.trace_id, "attributes": record.attributes})
     return spans, logs
 
 
