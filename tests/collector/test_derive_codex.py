@@ -261,6 +261,8 @@ def test_a_preview_without_text_or_with_odd_arguments_gives_nothing_and_never_ra
     assert codex.preview_stages({"call_id": "c1"}, trace, turns) == []
     assert codex.preview_stages({"call_id": "c1", "output": ""}, trace, turns) == []
     assert codex.preview_stages({"call_id": "c1", "output": "x"}, None, turns) == []
+    whole = {"call_id": "c1", "output": "x", "output_truncated": False}
+    assert codex.preview_stages(whole, trace, turns) == []
     odd = {"call_id": "c1", "output": "x", "arguments": "{not json max_output_tokens"}
     assert codex.preview_stages(odd, trace, turns) == []
     assert codex.preview_stages({**odd, "arguments": '["max_output_tokens"]'}, trace, turns) == []

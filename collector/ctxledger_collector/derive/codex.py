@@ -56,6 +56,7 @@ ITEM_DONE: Final = "output_item_done"
 #: it goes on, the call's arguments and the model.
 PREVIEW: Final = "output"
 PREVIEW_CUT: Final = "\n[... telemetry preview truncated ...]"
+PREVIEW_TRUNCATED: Final = "output_truncated"
 ARGUMENTS: Final = "arguments"
 MAX_OUTPUT_TOKENS: Final = "max_output_tokens"
 MODEL: Final = "model"
@@ -143,10 +144,14 @@ def preview_stages(
     """Remember what a ``codex.tool_result`` log record (of the turn ``trace_id``) tells
     of its output: its preview's bytes per token (counted with the model's encoding, then
     dropped) and the call's ``max_output_tokens``; the stages that lets
-    :mod:`.codex_turns` write again. A record outside any trace tells nothing."""
+    :mod:`.codex_turns` write again. A record outside any trace tells nothing, nor one
+    whose preview is the whole output: at most 2,048 chars, under every limit of Codex's,
+    its output never needs reading (so its preview is never counted)."""
     call_id = _text(attributes.get(CALL_ID))
     text = _text(attributes.get(PREVIEW))
     if call_id is None or text is None or not trace_id:
+        return []
+    if attributes.get(PREVIEW_TRUNCATED) in (False, "false"):
         return []
     text = text.removesuffix(PREVIEW_CUT)
     model = _text(attributes.get(MODEL))
