@@ -7,13 +7,14 @@ nothing between spans."""
 from __future__ import annotations
 
 import json
+import weakref
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxledger_collector.derive import SourceSpan, derive_span
+from ctxledger_collector.derive import SourceSpan, derive_span, records
 from ctxledger_collector.derive.messages import Message, parse_json, parts_messages
 from ctxledger_collector.derive.parsed_prefixes import ParsedPrefixes
 
@@ -153,3 +154,42 @@ def test_records_derived_from_the_tail_are_those_derived_from_scratch(
     for index, text in enumerate(interleaved):
         span = chat_span(index, text, conversation)
         assert derive_span(span, prefixes=kept) == derive_span(span, prefixes=nothing_kept)
+
+
+def _records_built_anew(span: SourceSpan) -> object:
+    """The span's records with no stage kept to copy (those kept stay for the next)."""
+    kept = records._KNOWN
+    records._KNOWN = weakref.WeakKeyDictionary()
+    try:
+        return derive_span(span, prefixes=ParsedPrefixes(max_chars=0))
+    finally:
+        records._KNOWN = kept
+
+
+@pytest.mark.parametrize("agent_changes", [False, True])
+def test_a_carried_results_stage_copied_for_a_later_request_equals_one_built_anew(
+    agent_changes: bool,
+) -> None:
+    """Each later request takes a copy of a carried result's stage with its own request
+    fields; the copy must be what building the stage again gives, field for field, even
+    where the agent named by the span changes between requests."""
+    kept = ParsedPrefixes(min_chars=0)
+    opening = {"role": "user", "parts": [{"type": "text", "content": "go"}]}
+    messages: list[dict[str, Any]] = [opening]
+    for index in range(6):
+        call = f"call_{index}"
+        messages.append(
+            {"role": "assistant", "parts": [{"type": "tool_call", "id": call, "name": "search"}]}
+        )
+        messages.append(
+            {
+                "role": "tool",
+                "parts": [{"type": "tool_call_response", "id": call, "response": "订单" * 40}],
+            }
+        )
+        span = chat_span(index, json.dumps(messages, ensure_ascii=False), "conv-1")
+        if agent_changes:
+            span.attributes["gen_ai.agent.name"] = f"agent-{index}"
+        copied = derive_span(span, prefixes=kept)
+        assert copied == _records_built_anew(span)
+        assert copied is not None and len(copied.stages) == index + 1

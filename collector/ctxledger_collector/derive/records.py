@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import weakref
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 
 import orjson
 
@@ -45,22 +45,48 @@ def kept_content(text: str) -> str | None:
     return redact_or_none(text, MAX_CONTENT_CHARS)
 
 
-#: The measurements of results parsed once and carried by later requests (their parsed
-#: messages are shared, :mod:`.parsed_prefixes`), per model: found by the result itself,
-#: without digesting its text again. Gone with the result.
-_MEASURED: weakref.WeakKeyDictionary[ToolResult, dict[str | None, TextMeasurement]] = (
-    weakref.WeakKeyDictionary()
-)
+#: Per result parsed once and carried by later requests (their parsed messages are
+#: shared, :mod:`.parsed_prefixes`), found by the result itself and gone with it: its
+#: measurement per model, without digesting its text again; and its last ``llm_input``
+#: stage with what it was built from but the request, so that each later request takes
+#: a copy with its own request fields instead of building it again (a long run's
+#: request carries hundreds).
+_KNOWN: weakref.WeakKeyDictionary[ToolResult, _Known] = weakref.WeakKeyDictionary()
 
 
-def _measured(result: ToolResult, model: str | None) -> TextMeasurement:
-    by_model = _MEASURED.get(result)
-    if by_model is None:
-        by_model = _MEASURED[result] = {}
-    found = by_model.get(model)
+@dataclass
+class _Known:
+    measured: dict[str | None, TextMeasurement] = field(default_factory=dict)
+    #: What the stage was built from but its request, and the stage.
+    staged: tuple[tuple[object, ...], Measurement] | None = None
+
+
+def _known(result: ToolResult) -> _Known:
+    known = _KNOWN.get(result)
+    if known is None:
+        known = _KNOWN[result] = _Known()
+    return known
+
+
+def _measured(known: _Known, result: ToolResult, model: str | None) -> TextMeasurement:
+    found = known.measured.get(model)
     if found is None:
-        found = by_model[model] = measure_text(result.text, model=model)
+        found = known.measured[model] = measure_text(result.text, model=model)
     return found
+
+
+def _for_request(
+    template: Measurement, request_id: str, step: int | None, span: SourceSpan
+) -> Measurement:
+    """``template`` as the stage of another request: equal to building it anew."""
+    copy = object.__new__(Measurement)
+    fields = dict(template.__dict__)
+    fields["request_id"] = request_id
+    fields["step"] = step
+    fields["observed_at"] = span.observed_at
+    fields["span_id"] = span.span_id
+    copy.__dict__.update(fields)
+    return copy
 
 
 def _agent(span: SourceSpan) -> str | None:
@@ -157,27 +183,35 @@ def request_records(
     results = [r for m in inputs for r in m.results if r.id]
     whole = exchange.input is not None and exchange.input_cut is None
     step = 1 + sum(m.role == "assistant" for m in inputs) if whole else None
+    agent = _agent(span)
     stages: list[DerivedStage] = []
     for result in results:
         assert result.id is not None
-        measured = _measured(result, model)
+        known = _known(result)
+        measured = _measured(known, result, model)
         cut = result.cut or (
             cuts.at_limit(f"the result of {result.id}", measured.chars)
             if cuts.looks_cut(measured.chars, exchange.cut_lengths)
             else None
         )
-        stage = _measurement(
-            span,
-            measured,
-            call_id=result.id,
-            stage=sc.STAGE_LLM_INPUT,
-            order=sc.STAGE_LLM_INPUT_ORDER,
-            source=source,
-            request_id=request_id,
-            tool_name=names.get(result.id),
-            step=step,
-            cut=cut,
-        )
+        tool_name = names.get(result.id)
+        same = (model, span.trace_id, source, tool_name, agent, cut)
+        if known.staged is None or known.staged[0] != same:
+            stage = _measurement(
+                span,
+                measured,
+                call_id=result.id,
+                stage=sc.STAGE_LLM_INPUT,
+                order=sc.STAGE_LLM_INPUT_ORDER,
+                source=source,
+                request_id=request_id,
+                tool_name=tool_name,
+                step=step,
+                cut=cut,
+            )
+            known.staged = (same, stage)
+        else:
+            stage = _for_request(known.staged[1], request_id, step, span)
         stages.append(DerivedStage(stage, kept_content(result.text) if keep_content else None))
 
     issued_calls = [c for m in exchange.output or () for c in m.calls if c.id]
