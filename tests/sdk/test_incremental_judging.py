@@ -164,12 +164,24 @@ def derived_run(draw: st.DrawFn, compacting: bool = False) -> list[Measurement |
             )  # fmt: skip
             if cut is None:
                 for call in carried:
+                    # Mostly the tool's output as it was (a quiet re-send, after the first
+                    # request that carries it), sometimes cut.
                     chars = draw(st.sampled_from((400, 400, 120)))
                     spans.append(
                         Measurement(trace, call, sc.STAGE_LLM_INPUT, 40, chars=chars, items=4,
                                     request_id=request, step=step, observed_at=871.0 + step,
-                                    span_id=f"{step + 300:016x}", source=sc.SOURCE_GENAI)
+                                    span_id=f"{step + 300:016x}", source=sc.SOURCE_GENAI,
+                                    sha256=f"{call}-{chars}")
                     )  # fmt: skip
+                    read = draw(st.sampled_from((None, None, "kept", "cut")))
+                    if read is not None:
+                        spans.append(
+                            Measurement(trace, call, sc.STAGE_RECEIVED, 50, chars=chars,
+                                        request_id=request, step=step,
+                                        observed_at=871.0 + step, span_id=f"{step + 500:016x}",
+                                        source=sc.SOURCE_GENAI, received=read,
+                                        lost_chars=0 if read == "kept" else 60)
+                        )  # fmt: skip
             for call in calls:
                 issued.append(call)
                 if draw(st.integers(0, 3)) > 0:
@@ -178,8 +190,61 @@ def derived_run(draw: st.DrawFn, compacting: bool = False) -> list[Measurement |
                         Measurement(trace, call, sc.STAGE_ORIGINAL, 10, chars=400, items=4,
                                     observed_at=872.0 + step, span_id=f"{step + 400:016x}",
                                     source=sc.SOURCE_GENAI, inferred=draw(st.booleans()),
-                                    telemetry_cut=draw(st.sampled_from((None, None, "cut"))))
+                                    telemetry_cut=draw(st.sampled_from((None, None, "cut"))),
+                                    sha256=f"{call}-400")
                     )  # fmt: skip
+    return spans
+
+
+@st.composite
+def resending_run(draw: st.DrawFn) -> list[Measurement | Manifest]:
+    """A derived conversation as long runs make them: every request re-sends the results
+    so far, nearly always exactly as the tool gave them (quiet re-sends, which form no
+    journey of their own), now and then cut, dropped, read in part by the server or
+    carried without the call; sometimes a second conversation issues the same call."""
+    trace = draw(st.sampled_from(TRACES))
+    spans: list[Measurement | Manifest] = []
+    answered: list[str] = []
+    for step in range(1, draw(st.integers(2, 7)) + 1):
+        request, call = f"q-req-{step}", f"q-call-{step}"
+        carried = [c for c in answered if draw(st.integers(0, 9)) > 0]
+        asked = [c for c in carried if draw(st.integers(0, 19)) > 0]
+        spans.append(
+            Manifest(trace, request, step=step, tool_call_ids=tuple(carried),
+                     tool_calls=tuple(asked), observed_at=870.0 + step,
+                     span_id=f"{step + 200:016x}", source=sc.SOURCE_GENAI, conversation="q",
+                     sequence=10 * step, issued_calls=(call,))
+        )  # fmt: skip
+        for c in carried:
+            chars = draw(st.sampled_from((400,) * 8 + (120,)))
+            spans.append(
+                Measurement(trace, c, sc.STAGE_LLM_INPUT, 40, chars=chars, items=4,
+                            request_id=request, step=step, observed_at=871.0 + step,
+                            span_id=f"{step + 300:016x}", source=sc.SOURCE_GENAI,
+                            sha256=f"{c}-{chars}")
+            )  # fmt: skip
+            if draw(st.integers(0, 3)) == 0:
+                read = draw(st.sampled_from(("kept", "kept", "cut")))
+                spans.append(
+                    Measurement(trace, c, sc.STAGE_RECEIVED, 50, chars=chars, request_id=request,
+                                step=step, observed_at=871.0 + step,
+                                span_id=f"{step + 500:016x}", source=sc.SOURCE_GENAI,
+                                received=read, lost_chars=0 if read == "kept" else 60)
+                )  # fmt: skip
+        if draw(st.integers(0, 9)) == 0:  # the same call issued in another conversation too
+            spans.append(
+                Manifest(trace, f"other-{step}", tool_call_ids=(), tool_calls=(),
+                         observed_at=880.0 + step, span_id=f"{step + 600:016x}",
+                         source=sc.SOURCE_GENAI, conversation="other",
+                         sequence=draw(st.integers(1, 80)), issued_calls=(call,))
+            )  # fmt: skip
+        if draw(st.integers(0, 9)) > 0:
+            answered.append(call)
+            spans.append(
+                Measurement(trace, call, sc.STAGE_ORIGINAL, 10, chars=400, items=4,
+                            observed_at=872.0 + step, span_id=f"{step + 400:016x}",
+                            source=sc.SOURCE_GENAI, sha256=f"{call}-400")
+            )  # fmt: skip
     return spans
 
 
@@ -190,6 +255,7 @@ def batched_traces(draw: st.DrawFn) -> list[tuple[list[Measurement], list[Manife
         | agent_run().map(lambda run: run[:60])
         | derived_run().map(lambda run: run[:60])
         | derived_run(compacting=True).map(lambda run: run[:60])
+        | resending_run()
     )
     # Replays: some spans again, unchanged, anywhere in the stream.
     if spans:

@@ -75,9 +75,7 @@ def conversation(rng: random.Random) -> Conversation:
         conv = Conversation(
             call_ids, roles, tokens, ours, [t * 4 for t in tokens], rng.randint(0, 400), exact
         )
-        if conv.counted - (sum(tokens) + PRIMING) <= DEFAULT_TOLERANCE.tokens(
-            conv.counted, exact
-        ):
+        if conv.counted - (sum(tokens) + PRIMING) <= DEFAULT_TOLERANCE.tokens(conv.counted, exact):
             return conv
 
 

@@ -120,9 +120,7 @@ def test_a_server_that_reports_more_than_counted_never_flags() -> None:
 def test_a_twenty_percent_tokenizer_difference_is_never_a_loss(scale: float) -> None:
     """Our count is off by up to 20 % either way; the server read every token."""
     ours = [round(t * scale) for t in TOKENS]
-    rec = record(
-        COUNTED, exact=False, segment_tokens=tuple(ours), counted_tokens=sum(ours)
-    )
+    rec = record(COUNTED, exact=False, segment_tokens=tuple(ours), counted_tokens=sum(ours))
     assert set(outcomes(rec).values()) == {KEPT}
 
 
@@ -130,9 +128,7 @@ def test_a_twenty_percent_tokenizer_difference_is_never_a_loss(scale: float) -> 
 def test_a_server_that_keeps_forty_percent_always_loses_something(scale: float) -> None:
     ours = [round(t * scale) for t in TOKENS]
     server_read = round(0.4 * COUNTED)  # in the server's own tokens
-    rec = record(
-        server_read, exact=False, segment_tokens=tuple(ours), counted_tokens=sum(ours)
-    )
+    rec = record(server_read, exact=False, segment_tokens=tuple(ours), counted_tokens=sum(ours))
     assert judge_received(rec).lost, scale
 
 

@@ -142,9 +142,13 @@ def plan_rejudging(
     manifests: Iterable[Manifest],
     state: TraceState,
     replaced: Mapping[RequestKey, Manifest] | None = None,
+    unwritten: Collection[JourneyKey] = frozenset(),
 ) -> RejudgePlan:
     """The journeys a stored batch can change. ``replaced`` holds the manifests the
-    store held for the batch's requests before the batch (read before storing it)."""
+    store held for the batch's requests before the batch (read before storing it);
+    ``unwritten`` the quiet re-sends it left unwritten (:mod:`.resends`), which have no
+    journey, now or later: a long run's request lists every result before it, and only
+    what it changed is judged."""
     plan = RejudgePlan()
     for m in measurements:
         if m.request_id is None:
@@ -159,7 +163,10 @@ def plan_rejudging(
     blind_traces: set[str] = set()
     for man in batch_manifests:
         key = (man.trace_id, man.request_id)
-        for call_id in (*man.tool_call_ids, *(man.tool_calls or ()), *judged_in.get(key, ())):
+        for call_id in (*man.tool_call_ids, *(man.tool_calls or ())):
+            if (man.trace_id, call_id, man.request_id) not in unwritten:
+                plan.add_journey(man.trace_id, call_id, man.request_id)
+        for call_id in judged_in.get(key, ()):
             plan.add_journey(man.trace_id, call_id, man.request_id)
         plan.whole.update((man.trace_id, c) for c in man.issued_calls or ())
         origin = issuer_origin(man)
@@ -214,17 +221,24 @@ def rejudge(
         c: after.get((c[0], *o), frozenset()) if o is not None else frozenset()
         for c, o in origins.items()
     }
-    judged = state.judged_requests(plan.whole) if plan.whole else {}
+    # Every call's stored journeys are judged again with it: a journey in one request
+    # decides whether later requests of its conversation re-send the result quietly
+    # (:mod:`.resends`), and a quiet re-send has none, so a call has few.
+    judged = state.judged_requests(calls)
 
     candidates: dict[CallKey, set[str]] = {}
     for call in calls:
         requests = set(plan.journeys.get(call, ()))
-        if call in plan.whole:  # its stored journeys, and the request that should follow
-            requests |= {r for r in judged.get(call, ()) if r is not None} | following[call]
+        requests |= {r for r in judged.get(call, ()) if r is not None}
+        if call in plan.whole:  # and the request that should follow
+            requests |= following[call]
         candidates[call] = requests
     journeys = {(t, c, r) for (t, c), rs in candidates.items() for r in rs}
     stages = state.request_stages(journeys)
-    manifests = state.manifests({(t, r) for t, _, r in journeys})
+    # The requests that follow each call too: whether they should carry its result tells
+    # whether its other requests' re-sends are quiet (:mod:`.resends`).
+    followers = {(c[0], r) for c, rs in following.items() for r in rs}
+    manifests = state.manifests({(t, r) for t, _, r in journeys} | followers)
 
     evidences: dict[CallKey, CallEvidence] = {}
     for call in sorted(calls):
@@ -238,7 +252,11 @@ def rejudge(
                 for r in requests
                 if (trace_id, call_id, r) in stages
             },
-            manifests={r: manifests[(trace_id, r)] for r in requests if (trace_id, r) in manifests},
+            manifests={
+                r: manifests[(trace_id, r)]
+                for r in requests | following[call]
+                if (trace_id, r) in manifests
+            },
             following=following[call],
         )
     # Only a call judged whole without any journey in a request may wait on an unseen one.
@@ -247,7 +265,7 @@ def rejudge(
         for call, evidence in evidences.items()
         if call in plan.whole
         and waits_for_unseen(evidence.before)
-        and not any(evidence.has_journey(r) for r in candidates[call])
+        and not evidence.journey_requests(candidates[call])
     }
     blind = state.unseen_requests({t for t, _ in waiting}) if waiting else {}
     judgments: list[CallJudgment] = []

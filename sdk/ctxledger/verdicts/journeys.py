@@ -31,6 +31,7 @@ from ctxledger.verdicts.call_origins import Origin, mentions
 from ctxledger.verdicts.compaction import missing_note
 from ctxledger.verdicts.evidence_gaps import tokens_not_comparable, waits_for_unseen
 from ctxledger.verdicts.model import Manifest, Measurement, Report, Tolerances, Transition
+from ctxledger.verdicts.resends import quiet_resend
 from ctxledger.verdicts.transitions import compare, loss_verdict, told_after_cut
 from ctxledger.verdicts.vocabulary import (
     LAYER_REQUEST,
@@ -67,10 +68,55 @@ class CallEvidence:
         own = self.in_request.get(request_id, ()) if request_id is not None else ()
         return sorted([*self.before, *own], key=lambda m: (m.order, m.stage))
 
-    def has_journey(self, request_id: str) -> bool:
+    def journey_requests(self, candidates: Collection[str]) -> list[str]:
+        """The candidates the call has a journey in, sorted. They are taken in their
+        conversations' order: a request that re-sends the result quietly has none where an
+        earlier request of its conversation (after the same compaction, if any) carries
+        the result in a journey of the call (:mod:`.resends`), so ``candidates`` must
+        hold every request the call has a journey in."""
+        anchors: set[tuple[str, str | None, int]] = set()
+        found: list[str] = []
+        for request_id in sorted(set(candidates), key=self._place):
+            manifest = self.manifests.get(request_id)
+            place = None
+            if manifest is not None and manifest.position is not None:
+                # The requests after a compaction begin anew: the first of them shows
+                # what the compaction kept.
+                place = (manifest.conversation_key, manifest.compaction, manifest.position)
+            anchored = place is not None and any(
+                (conversation, compaction) == place[:2] and position < place[2]
+                for conversation, compaction, position in anchors
+            )
+            if self.has_journey(request_id, anchored):
+                found.append(request_id)
+                if place is not None and self._carries(request_id):
+                    anchors.add(place)
+        return sorted(found)
+
+    def _carries(self, request_id: str) -> bool:
+        """Whether the request carries the result (a journey where it went missing does
+        not: it lasts only while the request is the one after the call)."""
+        manifest = self.manifests.get(request_id)
+        return bool(self.in_request.get(request_id)) or (
+            manifest is not None and self.call_id in manifest.results
+        )
+
+    def _place(self, request_id: str) -> tuple[int, int, str]:
+        manifest = self.manifests.get(request_id)
+        if manifest is None or manifest.position is None:
+            return (1, 0, request_id)
+        return (0, manifest.position, request_id)
+
+    def has_journey(self, request_id: str, anchored: bool = False) -> bool:
+        """Whether the call has a journey in the request; ``anchored``: it has one in an
+        earlier request of the request's conversation."""
+        manifest = self.manifests.get(request_id)
+        if request_id not in self.following:
+            own = self.in_request.get(request_id, ())
+            if quiet_resend(self.call_id, own, self.before, manifest, anchored):
+                return False
         if self.in_request.get(request_id):
             return True
-        manifest = self.manifests.get(request_id)
         if manifest is not None and mentions(manifest, self.call_id):
             return True
         return self.expects(request_id)
@@ -116,7 +162,7 @@ def judge_call(
     only then is the journey without a request judged, when the call has no journey in
     a request but has stages of its own.
     """
-    requests = sorted(r for r in set(candidates) if evidence.has_journey(r))
+    requests = evidence.journey_requests(candidates)
     considered: set[str | None] = set(candidates)
     keys: list[str | None] = list(requests)
     if requests or complete:
