@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass
 
 from ctxledger.verdicts import Manifest, Measurement
@@ -35,7 +35,7 @@ class _Followed:
     #: The compaction that request follows: the requests after another begin anew.
     compaction: str | None
     position: int
-    originals: frozenset[str]
+    originals: Container[str]
 
 
 class FollowedCalls:
@@ -145,20 +145,17 @@ def unwritten_resends(
     return unwritten
 
 
-class _AnyDigest(frozenset[str]):
+class _AnyDigest:
     """Every digest: the test of a stage's own fields, before the originals are read."""
 
     def __contains__(self, item: object) -> bool:
-        return True
-
-    def __bool__(self) -> bool:
         return True
 
 
 _ANY_DIGEST = _AnyDigest()
 
 
-class _StoredDigests(frozenset[str]):
+class _StoredDigests:
     """The originals' digests as read back (their 64-bit prefixes), holding a batch
     stage's whole digest when its prefix is among them."""
 
@@ -167,9 +164,6 @@ class _StoredDigests(frozenset[str]):
 
     def __contains__(self, item: object) -> bool:
         return isinstance(item, str) and digest_number(item) in self.numbers
-
-    def __bool__(self) -> bool:
-        return bool(self.numbers)
 
 
 def without_quiet_resends(

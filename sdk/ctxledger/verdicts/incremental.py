@@ -35,9 +35,10 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from ctxledger.verdicts.call_evidence import CallEvidence
 from ctxledger.verdicts.call_origins import Origin, call_origin, issuer_origin
 from ctxledger.verdicts.evidence_gaps import unseen, waits_for_unseen
-from ctxledger.verdicts.journeys import CallEvidence, CallJudgment, judge_call
+from ctxledger.verdicts.journeys import CallJudgment, judge_call
 from ctxledger.verdicts.model import Manifest, Measurement, Tolerances
 
 #: (trace id, tool call id)

@@ -8,7 +8,8 @@ the call (the result should be there). A call with none of these has one journey
 a request.
 
 Which requests follow a call, and where it was issued, is worked out in
-:mod:`~ctxledger.verdicts.call_origins`; this module judges the journeys from that.
+:mod:`~ctxledger.verdicts.call_origins`; which requests the call has a journey in, in
+:mod:`~ctxledger.verdicts.call_evidence`; this module judges the journeys from that.
 
 A request whose input the telemetry did not show at all (content capture off, content
 hidden or stored elsewhere: :func:`~ctxledger.verdicts.evidence_gaps.unseen`) may carry
@@ -23,15 +24,15 @@ the two agree by construction.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass
 
 from ctxledger import semconv
-from ctxledger.verdicts.call_origins import Origin, mentions
+from ctxledger.verdicts.call_evidence import CallEvidence
+from ctxledger.verdicts.call_origins import Origin
 from ctxledger.verdicts.compaction import missing_note
 from ctxledger.verdicts.evidence_gaps import tokens_not_comparable, waits_for_unseen
 from ctxledger.verdicts.model import Manifest, Measurement, Report, Tolerances, Transition
-from ctxledger.verdicts.resends import quiet_resend
 from ctxledger.verdicts.transitions import compare, loss_verdict, told_after_cut
 from ctxledger.verdicts.vocabulary import (
     LAYER_REQUEST,
@@ -44,92 +45,6 @@ from ctxledger.verdicts.vocabulary import (
 def worst(verdicts: Iterable[str]) -> str:
     """The most severe verdict, ``intact`` for none."""
     return max(verdicts, key=VERDICT_SEVERITY.__getitem__, default=semconv.VERDICT_INTACT)
-
-
-@dataclass(frozen=True)
-class CallEvidence:
-    """What one call's journeys are judged from (copies already deduplicated).
-
-    ``manifests`` must hold the manifest of every request judged that has one;
-    ``following`` is the set of requests that follow the call's origin
-    (:func:`~ctxledger.verdicts.call_origins.requests_following`), whatever requests are judged.
-    """
-
-    call_id: str
-    before: Sequence[Measurement] = ()
-    in_request: Mapping[str, Sequence[Measurement]] = field(default_factory=dict)
-    manifests: Mapping[str, Manifest] = field(default_factory=dict)
-    following: frozenset[str] = frozenset()
-    #: A request of the trace whose input the telemetry did not show (``first_unseen``).
-    unseen: Manifest | None = None
-
-    def stages(self, request_id: str | None) -> list[Measurement]:
-        """The journey's stages in pipeline order: the call's own, then the request's."""
-        own = self.in_request.get(request_id, ()) if request_id is not None else ()
-        return sorted([*self.before, *own], key=lambda m: (m.order, m.stage))
-
-    def journey_requests(self, candidates: Collection[str]) -> list[str]:
-        """The candidates the call has a journey in, sorted. They are taken in their
-        conversations' order: a request that re-sends the result quietly has none where an
-        earlier request of its conversation (after the same compaction, if any) carries
-        the result in a journey of the call (:mod:`.resends`), so ``candidates`` must
-        hold every request the call has a journey in."""
-        anchors: set[tuple[str, str | None, int]] = set()
-        found: list[str] = []
-        for request_id in sorted(set(candidates), key=self._place):
-            manifest = self.manifests.get(request_id)
-            place = None
-            if manifest is not None and manifest.position is not None:
-                # The requests after a compaction begin anew: the first of them shows
-                # what the compaction kept.
-                place = (manifest.conversation_key, manifest.compaction, manifest.position)
-            anchored = place is not None and any(
-                (conversation, compaction) == place[:2] and position < place[2]
-                for conversation, compaction, position in anchors
-            )
-            if self.has_journey(request_id, anchored):
-                found.append(request_id)
-                if place is not None and self._carries(request_id):
-                    anchors.add(place)
-        return sorted(found)
-
-    def _carries(self, request_id: str) -> bool:
-        """Whether the request carries the result (a journey where it went missing does
-        not: it lasts only while the request is the one after the call)."""
-        manifest = self.manifests.get(request_id)
-        return bool(self.in_request.get(request_id)) or (
-            manifest is not None and self.call_id in manifest.results
-        )
-
-    def _place(self, request_id: str) -> tuple[int, int, str]:
-        manifest = self.manifests.get(request_id)
-        if manifest is None or manifest.position is None:
-            return (1, 0, request_id)
-        return (0, manifest.position, request_id)
-
-    def has_journey(self, request_id: str, anchored: bool = False) -> bool:
-        """Whether the call has a journey in the request; ``anchored``: it has one in an
-        earlier request of the request's conversation."""
-        manifest = self.manifests.get(request_id)
-        if request_id not in self.following:
-            own = self.in_request.get(request_id, ())
-            if quiet_resend(self.call_id, own, self.before, manifest, anchored):
-                return False
-        if self.in_request.get(request_id):
-            return True
-        if manifest is not None and mentions(manifest, self.call_id):
-            return True
-        return self.expects(request_id)
-
-    def expects(self, request_id: str) -> bool:
-        """The request should carry the call's result: it follows the call's origin, and
-        its own response did not issue the call. A request never carries the result of a
-        call it issued, whatever its span's times say (a second copy of the issuing
-        request, or an agent span listing every call of its run, may sit later)."""
-        if request_id not in self.following:
-            return False
-        manifest = self.manifests.get(request_id)
-        return manifest is None or self.call_id not in (manifest.issued_calls or ())
 
 
 @dataclass(frozen=True)

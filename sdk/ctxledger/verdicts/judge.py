@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 
+from ctxledger.verdicts.call_evidence import CallEvidence
 from ctxledger.verdicts.call_origins import (
     Origin,
     call_origin,
@@ -20,7 +21,7 @@ from ctxledger.verdicts.call_origins import (
 from ctxledger.verdicts.compaction import compaction_stages
 from ctxledger.verdicts.duplicates import preferred_copy
 from ctxledger.verdicts.evidence_gaps import first_unseen
-from ctxledger.verdicts.journeys import CallEvidence, judge_call
+from ctxledger.verdicts.journeys import judge_call
 from ctxledger.verdicts.model import Manifest, Measurement, Report, Tolerances
 
 _STAGE_KEY = tuple[str, str, str | None, str]

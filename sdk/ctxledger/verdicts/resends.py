@@ -17,7 +17,7 @@ request above the first request after the call never becomes that request.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Container, Iterable, Sequence
 
 from ctxledger import semconv as sc
 from ctxledger.verdicts.model import Manifest, Measurement
@@ -42,7 +42,7 @@ def original_digests(before: Iterable[Measurement]) -> frozenset[str]:
     )
 
 
-def _quiet_stage(m: Measurement, originals: frozenset[str]) -> bool:
+def _quiet_stage(m: Measurement, originals: Container[str]) -> bool:
     if m.source == sc.SOURCE_CTXLEDGER or not _plain(m):
         return False
     if m.stage == sc.STAGE_RECEIVED:
@@ -67,7 +67,7 @@ def carries_whole(manifest: Manifest, call_id: str) -> bool:
 
 
 def quiet_stages(
-    stages: Sequence[Measurement], originals: frozenset[str], manifest: Manifest
+    stages: Sequence[Measurement], originals: Container[str], manifest: Manifest
 ) -> bool:
     """Whether a request's stages of one call (non-empty) say only that it carried the
     result as the tool gave it. A server's ``kept`` alone qualifies too: the request's
