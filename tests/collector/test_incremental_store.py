@@ -5,6 +5,7 @@ SQLite and PostgreSQL, then the grace-period sweep."""
 from __future__ import annotations
 
 import os
+from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import replace
 
@@ -12,10 +13,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from sqlalchemy import Engine, select
 
+from ctxledger import semconv as sc
 from ctxledger.verdicts import Manifest, Measurement, Report, first_losses
 from ctxledger_collector.alerts.config import default_config
 from ctxledger_collector.alerts.events import AlertContext
-from ctxledger_collector.decoded.batch import DecodedBatch, DecodedManifest, DecodedMeasurement
+from ctxledger_collector.decoded.batch import (
+    DecodedBatch,
+    DecodedManifest,
+    DecodedMeasurement,
+    carried_stage,
+)
 from ctxledger_collector.judge.store import Store
 from ctxledger_collector.storage.alert_tables import ALERT_EVENTS
 from ctxledger_collector.storage.database import make_engine
@@ -108,12 +115,38 @@ def ingest(store: Store, batches: Batches, now: float) -> set[str]:
     traces: set[str] = set()
     for ms, mans in batches:
         traces |= {m.trace_id for m in ms} | {m.trace_id for m in mans}
-        batch = DecodedBatch(
-            measurements=[DecodedMeasurement(m, {}, None) for m in ms],
-            manifests=[DecodedManifest(m, {}, None) for m in mans],
-        )
-        store.ingest(batch, now=now)
+        store.ingest(as_derivation_gives(ms, mans), now=now)
     return traces
+
+
+def as_derivation_gives(
+    ms: list[Measurement], mans: list[Manifest], every: int = 2
+) -> DecodedBatch:
+    """The batch, every ``every``-th ``llm_input`` stage that is its request's own (the
+    same span) handed over as derivation hands a re-sent result: carried by its
+    manifest, as an earlier request's stage (request fields not this request's)."""
+    by_request = {(man.trace_id, man.request_id): man for man in mans}
+    carried: dict[tuple[str, str], list[Measurement]] = defaultdict(list)
+    stages = []
+    for index, m in enumerate(ms):
+        manifest = by_request.get((m.trace_id, m.request_id or ""))
+        if (
+            index % every == 0
+            and manifest is not None
+            and m.stage == sc.STAGE_LLM_INPUT
+            and carried_stage(m, manifest) == m
+        ):
+            earlier = replace(m, request_id="earlier", step=1, observed_at=1.0, span_id="e" * 16)
+            carried[(m.trace_id, manifest.request_id)].append(earlier)
+        else:
+            stages.append(DecodedMeasurement(m, {}, None))
+    return DecodedBatch(
+        measurements=stages,
+        manifests=[
+            DecodedManifest(man, {}, None, tuple(carried.pop((man.trace_id, man.request_id), ())))
+            for man in mans
+        ],
+    )
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ from ctxledger_collector.judge.store import Store
 from ctxledger_collector.storage.database import make_engine
 from ctxledger_collector.storage.migrate import upgrade
 from ctxledger_collector.storage.tables import MEASUREMENTS
-from tests.collector.test_incremental_store import stored_verdicts
+from tests.collector.test_incremental_store import as_derivation_gives, stored_verdicts
 from tests.sdk.test_incremental_judging import NOW, TOLERANCES
 
 Records = tuple[list[Measurement], list[Manifest]]
@@ -41,9 +42,9 @@ def _request(trace: str, step: int, carried: list[str], issued: str | None, conv
                         span_id=f"{step + 100:016x}", source=sc.SOURCE_GENAI,
                         conversation=conversation, sequence=10 * step,
                         issued_calls=(issued,) if issued else ())  # fmt: skip
-    stages = [
+    stages = [  # from the request's own span, as derivation gives them
         Measurement(trace, call, sc.STAGE_LLM_INPUT, 40, chars=400, items=4, request_id=request,
-                    step=step, observed_at=801.0 + step, span_id=f"{step + 200:016x}",
+                    step=step, observed_at=800.0 + step, span_id=f"{step + 100:016x}",
                     source=sc.SOURCE_GENAI, sha256=f"{call}-whole")
         for call in carried
     ]  # fmt: skip
@@ -58,15 +59,19 @@ def _original(trace: str, call: str, step: int) -> Records:
     ], []  # fmt: skip
 
 
-def _ingest(store: Store, records: list[Records]) -> None:
+def _ingest(store: Store, records: list[Records], carried: bool = False) -> None:
+    """Each span a batch; with ``carried``, each request's stages carried by its manifest
+    (as derivation hands a long run's re-sent results)."""
     for stages, manifests in records:
-        store.ingest(
-            DecodedBatch(
+        if carried:
+            batch = as_derivation_gives(stages, manifests, every=1)
+            assert not batch.measurements or not manifests
+        else:
+            batch = DecodedBatch(
                 measurements=[DecodedMeasurement(m, {}, None) for m in stages],
                 manifests=[DecodedManifest(m, {}, None) for m in manifests],
-            ),
-            now=NOW,
-        )
+            )
+        store.ingest(batch, now=NOW)
 
 
 def _whole(trace: str, records: list[Records]) -> dict[tuple[str, str, str | None], str]:
@@ -127,3 +132,43 @@ def test_a_re_send_is_kept_while_only_a_request_without_the_result_follows_the_c
     assert stored == _whole(trace, records)
     assert stored[(trace, "call-1", "k-req-3")] == sc.VERDICT_INTACT
     assert sc.VERDICT_INCOMPLETE not in stored.values()
+
+
+@pytest.mark.parametrize("originals_last", [False, True])
+def test_stages_carried_by_their_manifest_are_written_where_they_say_something(
+    store: Store, originals_last: bool
+) -> None:
+    """Derivation hands a re-sent result's stage over on its request's manifest: the
+    store writes those that are not quiet (a copy cut from request 6 on, every re-send
+    while the call's original has not arrived) and judges as the whole set does."""
+    trace, steps = os.urandom(16).hex(), 10
+    requests: list[Records] = []
+    originals: list[Records] = []
+    answered: list[str] = []
+    for step in range(1, steps + 1):
+        stages, manifests = _request(trace, step, list(answered), f"call-{step}")
+        cut = [
+            replace(m, chars=120, sha256="call-3-cut")
+            if m.tool_call_id == "call-3" and step >= 6
+            else m
+            for m in stages
+        ]
+        requests.append((cut, manifests))
+        originals.append(_original(trace, f"call-{step}", step))
+        answered.append(f"call-{step}")
+    records = (
+        [*requests, *originals]
+        if originals_last
+        else [r for pair in zip(requests, originals, strict=True) for r in pair]
+    )
+    _ingest(store, records, carried=True)
+    stored = _stored(store, trace)
+    assert stored == _whole(trace, records)
+    cut_journeys = {k[2] for k in stored if k[1] == "call-3" and k[2]}
+    assert cut_journeys == {"k-req-4", *(f"k-req-{s}" for s in range(6, steps + 1))}
+    assert stored[(trace, "call-3", "k-req-6")] != sc.VERDICT_INTACT
+    written = _llm_input_rows(store)
+    if originals_last:  # nothing could be told quiet: every stage written
+        assert written == sum(len(stages) for stages, _ in requests)
+    else:  # each result's first journey, and the cut copies
+        assert written == steps - 1 + (steps - 5)

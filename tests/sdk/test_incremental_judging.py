@@ -216,11 +216,12 @@ def resending_run(draw: st.DrawFn) -> list[Measurement | Manifest]:
                      sequence=10 * step, issued_calls=(call,))
         )  # fmt: skip
         for c in carried:
+            # Its stage comes from the request's own span, as derivation gives it.
             chars = draw(st.sampled_from((400,) * 8 + (120,)))
             spans.append(
                 Measurement(trace, c, sc.STAGE_LLM_INPUT, 40, chars=chars, items=4,
-                            request_id=request, step=step, observed_at=871.0 + step,
-                            span_id=f"{step + 300:016x}", source=sc.SOURCE_GENAI,
+                            request_id=request, step=step, observed_at=870.0 + step,
+                            span_id=f"{step + 200:016x}", source=sc.SOURCE_GENAI,
                             sha256=f"{c}-{chars}")
             )  # fmt: skip
             if draw(st.integers(0, 3)) == 0:

@@ -55,11 +55,35 @@ class DecodedMeasurement:
 
 @dataclass(frozen=True)
 class DecodedManifest:
-    """A request manifest span: its rule record and the attributes as received."""
+    """A request manifest span: its rule record and the attributes as received; for a
+    derived request, the ``llm_input`` stages it carries exactly as an earlier request of
+    its conversation did (``carried``: that request's stages, :func:`carried_stage` gives
+    this request's), which the store writes only where they say something new."""
 
     manifest: Manifest
     attributes: dict[str, Any]
     service_name: str | None
+    carried: tuple[Measurement, ...] = ()
+
+    def carried_stages(self) -> list[DecodedMeasurement]:
+        """The ``carried`` stages as this request's."""
+        return [
+            DecodedMeasurement(carried_stage(template, self.manifest), {}, self.service_name)
+            for template in self.carried
+        ]
+
+
+def carried_stage(template: Measurement, manifest: Manifest) -> Measurement:
+    """An earlier request's stage as the stage of ``manifest``'s request: the same record
+    with the request's own id, step, time and span (what building it anew gives)."""
+    copy = object.__new__(Measurement)
+    fields = dict(template.__dict__)
+    fields["request_id"] = manifest.request_id
+    fields["step"] = manifest.step
+    fields["observed_at"] = manifest.observed_at
+    fields["span_id"] = manifest.span_id
+    copy.__dict__.update(fields)
+    return copy
 
 
 @dataclass(frozen=True)
@@ -105,6 +129,11 @@ class DecodedBatch:
     derived: int = 0
     #: OTLP log records the audit reads (``POST /v1/logs``).
     log_records: list[DecodedLogRecord] = field(default_factory=list)
+
+    @property
+    def stage_count(self) -> int:
+        """Stage records, those carried by manifests included."""
+        return len(self.measurements) + sum(len(i.carried) for i in self.manifests)
 
     @property
     def error_message(self) -> str:

@@ -14,13 +14,18 @@ May import: ``decoded`` only (and the SDK's public modules).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ctxledger import semconv as sc
 from ctxledger.verdicts import Manifest, Measurement
 from ctxledger.verdicts.model import ReceivedRecord
-from ctxledger_collector.decoded.batch import DerivedStage, IssuedCall, UnmatchedTool
+from ctxledger_collector.decoded.batch import (
+    DerivedStage,
+    IssuedCall,
+    UnmatchedTool,
+    carried_stage,
+)
 from ctxledger_collector.derive import adk, claude_code, codex, cuts, strands
 from ctxledger_collector.derive.claude_code import keyed_by_session
 from ctxledger_collector.derive.claude_code_logs import LogEvent, request_body_records
@@ -64,6 +69,15 @@ class Derived:
     unmatched: list[UnmatchedTool] = field(default_factory=list)
     #: With ``received`` and no stages: the stages of the request it reads, by call id.
     sent: dict[str, Measurement] = field(default_factory=dict)
+    #: Stages of earlier requests this one carries as they were (``DecodedManifest``).
+    carried: list[Measurement] = field(default_factory=list)
+
+    def with_carried_stages(self) -> Derived:
+        """The same records with each carried stage as a stage of this request."""
+        if self.manifest is None or not self.carried:
+            return self
+        own = [DerivedStage(carried_stage(t, self.manifest)) for t in self.carried]
+        return replace(self, stages=[*self.stages, *own], carried=[])
 
 
 def may_derive(
@@ -144,11 +158,14 @@ def derive_span(
     # Claude Code's llm_request spans never show the messages; its request bodies do, so
     # its own ids sort after theirs: a report names the body that was not read, if any.
     request_id = claude_code.span_request_id(span) if source == sc.SOURCE_CLAUDE_CODE else None
+    carried: list[Measurement] = []
     manifest, stages, issued = request_records(
-        span, exchange, source, model, keep_content, request_id
+        span, exchange, source, model, keep_content, request_id, carry_into=carried
     )
     received = received_record(span, exchange, model, manifest)
-    return Derived(stages=stages, manifest=manifest, received=received, issued=issued)
+    return Derived(
+        stages=stages, manifest=manifest, received=received, issued=issued, carried=carried
+    )
 
 
 class LogDerivation:

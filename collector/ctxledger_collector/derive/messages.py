@@ -32,6 +32,9 @@ class ToolResult:
     text: str
     cut: str | None = None
     """Why the telemetry did not show this result whole."""
+    memo: dict[str, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
+    """What derivation learned of this result, kept with it: later requests of a long run
+    carry the same parsed object (:mod:`.parsed_prefixes`). Not part of its value."""
 
 
 @dataclass

@@ -27,7 +27,12 @@ from ctxledger.models import context_window_for_model
 from ctxledger.redaction import redact_or_none
 from ctxledger.text import TextMeasurement, measure_text
 from ctxledger.verdicts import Manifest, Measurement
-from ctxledger_collector.decoded.batch import DerivedStage, IssuedCall, UnmatchedTool
+from ctxledger_collector.decoded.batch import (
+    DerivedStage,
+    IssuedCall,
+    UnmatchedTool,
+    carried_stage,
+)
 from ctxledger_collector.derive import cuts
 from ctxledger_collector.derive.compaction import declared_compaction
 from ctxledger_collector.derive.messages import Exchange, Message, ToolResult
@@ -49,7 +54,7 @@ def kept_content(text: str) -> str | None:
 #: shared, :mod:`.parsed_prefixes`), found by the result itself and gone with it: its
 #: measurement per model, without digesting its text again; and its last ``llm_input``
 #: stage with what it was built from but the request, so that each later request takes
-#: a copy with its own request fields instead of building it again (a long run's
+#: it as it is (:func:`carried_stage`) instead of building it again (a long run's
 #: request carries hundreds).
 _KNOWN: weakref.WeakKeyDictionary[ToolResult, _Known] = weakref.WeakKeyDictionary()
 
@@ -62,10 +67,17 @@ class _Known:
 
 
 def _known(result: ToolResult) -> _Known:
-    known = _KNOWN.get(result)
+    # On the result itself first: found without hashing its text (hundreds per request).
+    known = result.memo.get(_MEMO_KEY)
     if known is None:
-        known = _KNOWN[result] = _Known()
+        known = _KNOWN.get(result)
+        if known is None:
+            known = _KNOWN[result] = _Known()
+        result.memo[_MEMO_KEY] = known
     return known
+
+
+_MEMO_KEY = __name__
 
 
 def _measured(known: _Known, result: ToolResult, model: str | None) -> TextMeasurement:
@@ -73,20 +85,6 @@ def _measured(known: _Known, result: ToolResult, model: str | None) -> TextMeasu
     if found is None:
         found = known.measured[model] = measure_text(result.text, model=model)
     return found
-
-
-def _for_request(
-    template: Measurement, request_id: str, step: int | None, span: SourceSpan
-) -> Measurement:
-    """``template`` as the stage of another request: equal to building it anew."""
-    copy = object.__new__(Measurement)
-    fields = dict(template.__dict__)
-    fields["request_id"] = request_id
-    fields["step"] = step
-    fields["observed_at"] = span.observed_at
-    fields["span_id"] = span.span_id
-    copy.__dict__.update(fields)
-    return copy
 
 
 def _agent(span: SourceSpan) -> str | None:
@@ -172,10 +170,14 @@ def request_records(
     model: str | None,
     keep_content: bool,
     request_id: str | None = None,
+    carry_into: list[Measurement] | None = None,
 ) -> tuple[Manifest, list[DerivedStage], list[IssuedCall]]:
     """The manifest of an LLM span's request, a stage per tool result it carried, and
     the calls its response issued. The request is known by ``request_id`` where the
-    telemetry names it, else by the span's id."""
+    telemetry names it, else by the span's id. With ``carry_into`` (and no content kept),
+    a result carried exactly as an earlier request carried it gives no stage: that
+    request's stage goes there instead, for :func:`carried_stage` (a long run's request
+    carries hundreds)."""
     request_id = request_id or span.span_id
     inputs: list[Message] = exchange.input or []
     calls = [c for m in inputs for c in m.calls if c.id]
@@ -184,36 +186,6 @@ def request_records(
     whole = exchange.input is not None and exchange.input_cut is None
     step = 1 + sum(m.role == "assistant" for m in inputs) if whole else None
     agent = _agent(span)
-    stages: list[DerivedStage] = []
-    for result in results:
-        assert result.id is not None
-        known = _known(result)
-        measured = _measured(known, result, model)
-        cut = result.cut or (
-            cuts.at_limit(f"the result of {result.id}", measured.chars)
-            if cuts.looks_cut(measured.chars, exchange.cut_lengths)
-            else None
-        )
-        tool_name = names.get(result.id)
-        same = (model, span.trace_id, source, tool_name, agent, cut)
-        if known.staged is None or known.staged[0] != same:
-            stage = _measurement(
-                span,
-                measured,
-                call_id=result.id,
-                stage=sc.STAGE_LLM_INPUT,
-                order=sc.STAGE_LLM_INPUT_ORDER,
-                source=source,
-                request_id=request_id,
-                tool_name=tool_name,
-                step=step,
-                cut=cut,
-            )
-            known.staged = (same, stage)
-        else:
-            stage = _for_request(known.staged[1], request_id, step, span)
-        stages.append(DerivedStage(stage, kept_content(result.text) if keep_content else None))
-
     issued_calls = [c for m in exchange.output or () for c in m.calls if c.id]
     issued: tuple[str, ...] | None = tuple(c.id for c in issued_calls if c.id)
     if exchange.output is None and exchange.output_cut is None and not span.failed:
@@ -227,7 +199,7 @@ def request_records(
         tokens=reported_input_tokens(span),
         model=model,
         context_window=context_window_for_model(model),
-        agent_name=_agent(span),
+        agent_name=agent,
         observed_at=span.observed_at,
         span_id=span.span_id,
         source=source,
@@ -237,6 +209,41 @@ def request_records(
         telemetry_cut=exchange.input_cut,
         compaction=declared_compaction(span.attributes, (m.compaction for m in inputs)),
     )
+    if keep_content:
+        carry_into = None
+    stages: list[DerivedStage] = []
+    for result in results:
+        assert result.id is not None
+        known = _known(result)
+        measured = _measured(known, result, model)
+        cut = result.cut or (
+            cuts.at_limit(f"the result of {result.id}", measured.chars)
+            if cuts.looks_cut(measured.chars, exchange.cut_lengths)
+            else None
+        )
+        tool_name = names.get(result.id)
+        same = (model, span.trace_id, source, tool_name, agent, cut)
+        if known.staged is not None and known.staged[0] == same:
+            if carry_into is not None:
+                carry_into.append(known.staged[1])
+                continue
+            stage = carried_stage(known.staged[1], manifest)
+        else:
+            stage = _measurement(
+                span,
+                measured,
+                call_id=result.id,
+                stage=sc.STAGE_LLM_INPUT,
+                order=sc.STAGE_LLM_INPUT_ORDER,
+                source=source,
+                request_id=request_id,
+                tool_name=tool_name,
+                step=step,
+                cut=cut,
+            )
+            known.staged = (same, stage)
+        stages.append(DerivedStage(stage, kept_content(result.text) if keep_content else None))
+
     signatures = [
         IssuedCall(
             span.trace_id,

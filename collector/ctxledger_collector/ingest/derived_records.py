@@ -25,9 +25,13 @@ def add_derived(derived: Derived, batch: DecodedBatch, service: str | None) -> N
             content[sc.STAGE_NOTE] = stage.measurement.note
         batch.measurements.append(DecodedMeasurement(stage.measurement, content, service))
     if derived.manifest is not None:
-        batch.manifests.append(DecodedManifest(derived.manifest, {}, service))
+        carried = tuple(derived.carried)
+        batch.manifests.append(DecodedManifest(derived.manifest, {}, service, carried))
     if derived.received is not None:
-        sent = derived.sent or {s.measurement.tool_call_id: s.measurement for s in derived.stages}
+        # What the received stages lend from these (the tool name) a carried one has too.
+        sent = derived.sent or {
+            m.tool_call_id: m for m in (*derived.carried, *(s.measurement for s in derived.stages))
+        }
         summary = received_attributes(derived.received)
         add_received(batch, derived.received, summary, service, sent)
     batch.issued.extend(derived.issued)

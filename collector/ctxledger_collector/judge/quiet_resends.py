@@ -21,13 +21,13 @@ from dataclasses import dataclass
 from ctxledger.verdicts import Manifest, Measurement
 from ctxledger.verdicts.call_origins import call_origin
 from ctxledger.verdicts.incremental import CallKey, JourneyKey
-from ctxledger.verdicts.resends import original_digests, quiet_stages
-from ctxledger_collector.decoded.batch import DecodedManifest, DecodedMeasurement
+from ctxledger.verdicts.resends import original_digests, quiet_stages, shows_whole
+from ctxledger_collector.decoded.batch import DecodedManifest, DecodedMeasurement, carried_stage
 from ctxledger_collector.judge.trace_state import SqlTraceState
 from ctxledger_collector.storage.column_values import digest_number
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class _Followed:
     """Where a call's result first reached the model, and the digests of its originals."""
 
@@ -36,6 +36,18 @@ class _Followed:
     compaction: str | None
     position: int
     originals: Container[str]
+    #: The carried stage last found quiet on its own: later requests carry the same one.
+    quiet_template: Measurement | None = None
+
+    def above(self, manifest: Manifest) -> bool:
+        """``manifest``'s request comes after this one, on the same side of compactions."""
+        position = manifest.position
+        return (
+            position is not None
+            and position > self.position
+            and manifest.conversation_key == self.conversation
+            and manifest.compaction == self.compaction
+        )
 
 
 class FollowedCalls:
@@ -106,24 +118,35 @@ def _read_followed(state: SqlTraceState, calls: set[CallKey]) -> dict[CallKey, _
 def unwritten_resends(
     state: SqlTraceState,
     stages: Iterable[Measurement],
-    manifests: Sequence[Manifest],
+    manifests: Sequence[DecodedManifest],
     followed: FollowedCalls,
-) -> set[JourneyKey]:
-    """The journeys of the batch whose stages are quiet re-sends, to leave unwritten."""
-    requests = {(m.trace_id, m.request_id): m for m in manifests if m.position is not None}
+) -> tuple[set[JourneyKey], list[DecodedMeasurement]]:
+    """The journeys of the batch whose stages are quiet re-sends, to leave unwritten;
+    and the stages the manifests carry (:class:`DecodedManifest`) that are not, to write.
+    ``stages`` are the batch's others."""
+    requests = {(i.manifest.trace_id, i.manifest.request_id): i.manifest for i in manifests}
+    requests = {key: m for key, m in requests.items() if m.position is not None}
     grouped: dict[JourneyKey, list[Measurement]] = defaultdict(list)
     for m in stages:
         if m.request_id is not None and (m.trace_id, m.request_id) in requests:
             grouped[(m.trace_id, m.tool_call_id, m.request_id)].append(m)
-    if not grouped:
-        return set()
-    known = followed.get_many({(t, c) for t, c, _ in grouped})
+    alone, joined = _carried_alone(manifests, grouped, set(requests))
+    calls = {(t, c) for t, c, _ in grouped}
+    calls.update((i.manifest.trace_id, t.tool_call_id) for i in alone for t in i.carried)
+    known = followed.get_many(calls)
     # Calls not known yet are read once, where the stages could be quiet at all.
     missing = {
         (t, c)
         for (t, c, r), group in grouped.items()
         if (t, c) not in known and quiet_stages(group, _ANY_DIGEST, requests[(t, r)])
     }
+    missing.update(
+        (i.manifest.trace_id, t.tool_call_id)
+        for i in alone
+        for t in i.carried
+        if (i.manifest.trace_id, t.tool_call_id) not in known
+        and quiet_stages((t,), _ANY_DIGEST, i.manifest)
+    )
     if missing:
         for call, read in _read_followed(state, missing).items():
             followed.put(call, read)
@@ -131,18 +154,95 @@ def unwritten_resends(
     unwritten: set[JourneyKey] = set()
     for key, group in grouped.items():
         f = known.get((key[0], key[1]))
-        if f is None:
-            continue
         manifest = requests[(key[0], key[2])]
-        if (
-            manifest.conversation_key == f.conversation
-            and manifest.compaction == f.compaction
-            and manifest.position is not None
-            and manifest.position > f.position
-            and quiet_stages(group, f.originals, manifest)
-        ):
+        if f is not None and f.above(manifest) and quiet_stages(group, f.originals, manifest):
             unwritten.add(key)
-    return unwritten
+    loud = [
+        DecodedMeasurement(carried_stage(t, i.manifest), {}, i.service_name)
+        for i in joined
+        for t in i.carried
+        if (i.manifest.trace_id, t.tool_call_id, i.manifest.request_id) not in unwritten
+    ]
+    for item in alone:
+        loud += _judge_alone(item, known, unwritten)
+    return unwritten, loud
+
+
+def _carried_alone(
+    manifests: Sequence[DecodedManifest],
+    grouped: dict[JourneyKey, list[Measurement]],
+    positioned: set[tuple[str, str]],
+) -> tuple[list[DecodedManifest], list[DecodedManifest]]:
+    """The manifests whose carried stages are each their journey's only stage in the
+    batch (as a rule), apart from the rest, whose carried stages join ``grouped``. The
+    rest: those with no place in their conversation, several copies of one request, or
+    a carried call that is carried twice or has other stages in the batch."""
+    copies: dict[tuple[str, str], int] = defaultdict(int)
+    for i in manifests:
+        copies[(i.manifest.trace_id, i.manifest.request_id)] += 1
+    in_batch: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for t, c, r in grouped:
+        in_batch[(t, r)].add(c)
+    alone, joined = [], []
+    for i in manifests:
+        if not i.carried:
+            continue
+        request = (i.manifest.trace_id, i.manifest.request_id)
+        calls = [t.tool_call_id for t in i.carried]
+        if request not in positioned:
+            joined.append(i)  # never quiet: written as they are
+        elif (
+            copies[request] == 1
+            and len(set(calls)) == len(calls)
+            and not (in_batch.get(request, set()).intersection(calls))
+        ):
+            alone.append(i)
+        else:
+            joined.append(i)
+            for template in i.carried:
+                # The template's request fields are another request's; the rule reads none.
+                grouped[(request[0], template.tool_call_id, request[1])].append(template)
+    return alone, joined
+
+
+def _judge_alone(
+    item: DecodedManifest, known: dict[CallKey, _Followed], unwritten: set[JourneyKey]
+) -> list[DecodedMeasurement]:
+    """Each carried stage of ``item`` quiet (its journey added to ``unwritten``) or not
+    (its stage returned, to write). Inline: a long run's request carries hundreds."""
+    m = item.manifest
+    trace, request, position = m.trace_id, m.request_id, m.position
+    conversation, compaction = m.conversation_key, m.compaction
+    results, calls = m.results, m.calls or frozenset()
+    whole = shows_whole(m)
+    loud = []
+    for template in item.carried:
+        call = template.tool_call_id
+        f = known.get((trace, call))
+        if (
+            whole
+            and f is not None
+            and position is not None
+            and position > f.position
+            and f.conversation == conversation
+            and f.compaction == compaction
+            and call in results
+            and call in calls
+            and (template is f.quiet_template or _quiet_on_its_own(template, f, m))
+        ):
+            unwritten.add((trace, call, request))
+        else:
+            loud.append(DecodedMeasurement(carried_stage(template, m), {}, item.service_name))
+    return loud
+
+
+def _quiet_on_its_own(template: Measurement, f: _Followed, manifest: Manifest) -> bool:
+    """The stage's own fields say it is quiet (then remembered: later requests carry the
+    very same template)."""
+    if quiet_stages((template,), f.originals, manifest):
+        f.quiet_template = template
+        return True
+    return False
 
 
 class _AnyDigest:
@@ -172,12 +272,11 @@ def without_quiet_resends(
     manifests: Sequence[DecodedManifest],
     followed: FollowedCalls,
 ) -> tuple[list[DecodedMeasurement], set[JourneyKey]]:
-    """The batch's measurements to write, and the journeys left unwritten."""
-    quiet = unwritten_resends(
-        state, (i.measurement for i in decoded), [i.manifest for i in manifests], followed
-    )
+    """The batch's measurements to write (the stages manifests carry among them, where
+    they are not quiet), and the journeys left unwritten."""
+    quiet, carried = unwritten_resends(state, (i.measurement for i in decoded), manifests, followed)
     if not quiet:
-        return decoded, quiet
+        return [*decoded, *carried], quiet
     kept = [
         i
         for i in decoded
@@ -185,4 +284,4 @@ def without_quiet_resends(
         or (i.measurement.trace_id, i.measurement.tool_call_id, i.measurement.request_id)
         not in quiet
     ]
-    return kept, quiet
+    return [*kept, *carried], quiet

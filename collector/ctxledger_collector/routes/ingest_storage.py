@@ -205,7 +205,7 @@ def _spool_export(
         )
         for chunk in chunks:
             checked.rejected.extend(fit_to_columns(chunk).rejected)
-            spans += len(chunk.measurements) + len(chunk.manifests) + len(chunk.log_records)
+            spans += chunk.stage_count + len(chunk.manifests) + len(chunk.log_records)
     except MalformedRequest as error:
         raise RequestRejected(400, str(error), GRPC_INVALID_ARGUMENT) from error
     except TooManySpans as error:
@@ -262,7 +262,7 @@ def _count_spans(state: AppState, batch: DecodedBatch, signal: Signal) -> None:
         records.labels("rejected").inc(len(batch.rejected))
         return
     spans = state.metrics.spans
-    spans.labels("measurement").inc(len(batch.measurements))
+    spans.labels("measurement").inc(batch.stage_count)
     spans.labels("manifest").inc(len(batch.manifests))
     spans.labels("ignored").inc(batch.ignored)
     spans.labels("rejected").inc(len(batch.rejected))

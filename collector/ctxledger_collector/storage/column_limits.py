@@ -144,13 +144,28 @@ def _fit_manifest(item: DecodedManifest) -> DecodedManifest | Rejection:
     service, agent = _cut_service_name(item.service_name, man.agent_name)
     if service != item.service_name:
         man = replace(man, agent_name=agent)
-        item = DecodedManifest(man, item.attributes, service)
+        item = replace(item, manifest=man, service_name=service)
     problem = _problem(man, _MANIFEST_LIMITS)
     if problem is None:
         return item
     return Rejection(
         man.trace_id, man.span_id or "", problem, codes.COLUMN_LIMIT, item.service_name
     )
+
+
+#: A carried stage's fields but its request id, which it takes from its manifest.
+_CARRIED_LIMITS = tuple(limit for limit in _MEASUREMENT_LIMITS if limit.field != "request_id")
+_STAGE_REQUEST_LIMIT = next(limit for limit in _MEASUREMENT_LIMITS if limit.field == "request_id")
+
+
+def _carried_fit(item: DecodedManifest) -> bool:
+    """A manifest's carried stages fit their columns as they are (the request id each
+    takes from the manifest, and their own fields)."""
+    if not item.carried:
+        return True
+    if _STAGE_REQUEST_LIMIT.problem(item.manifest) is not None:
+        return False
+    return not any(_problem(t, _CARRIED_LIMITS) for t in item.carried)
 
 
 def fit_to_columns(batch: DecodedBatch) -> DecodedBatch:
@@ -163,16 +178,22 @@ def fit_to_columns(batch: DecodedBatch) -> DecodedBatch:
         unmatched=list(batch.unmatched),
         derived=batch.derived,
     )
-    for measurement in map(_fit_measurement, batch.measurements):
+    stages = list(batch.measurements)
+    for item in batch.manifests:
+        manifest = _fit_manifest(item)
+        if isinstance(manifest, Rejection):
+            fitted.rejected.append(manifest)
+            stages += item.carried_stages()
+        elif manifest is item and _carried_fit(item):
+            fitted.manifests.append(manifest)
+        else:  # each carried stage fitted, or rejected, on its own like any other
+            fitted.manifests.append(replace(manifest, carried=()))
+            stages += item.carried_stages()
+    for measurement in map(_fit_measurement, stages):
         if isinstance(measurement, Rejection):
             fitted.rejected.append(measurement)
         else:
             fitted.measurements.append(measurement)
-    for manifest in map(_fit_manifest, batch.manifests):
-        if isinstance(manifest, Rejection):
-            fitted.rejected.append(manifest)
-        else:
-            fitted.manifests.append(manifest)
     for record in map(_fit_log_record, batch.log_records):
         if isinstance(record, Rejection):
             fitted.rejected.append(record)

@@ -55,14 +55,19 @@ def _quiet_stage(m: Measurement, originals: Container[str]) -> bool:
     )
 
 
-def carries_whole(manifest: Manifest, call_id: str) -> bool:
-    """A derived request that shows the call and its result."""
+def shows_whole(manifest: Manifest) -> bool:
+    """A derived request whose telemetry shows all it carried and the calls it carried."""
     return (
         manifest.source != sc.SOURCE_CTXLEDGER
         and manifest.telemetry_cut is None
-        and call_id in manifest.results
         and manifest.calls is not None
-        and call_id in manifest.calls
+    )
+
+
+def carries_whole(manifest: Manifest, call_id: str) -> bool:
+    """A derived request that shows the call and its result."""
+    return (
+        shows_whole(manifest) and call_id in manifest.results and call_id in (manifest.calls or ())
     )
 
 
