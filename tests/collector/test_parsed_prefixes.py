@@ -60,6 +60,9 @@ def conversations(draw: st.DrawFn) -> list[dict[str, Any]]:
         if draw(st.integers(0, 9)) == 0:
             summary = {"type": "compaction", "content": draw(TEXTS)}
             messages.append({"role": "user", "parts": [summary]})
+        if step and draw(st.integers(0, 5)) == 0:  # an earlier call's id named again
+            again = {"type": "tool_call", "id": f"call_{draw(st.integers(0, step - 1))}"}
+            messages.append({"role": "assistant", "parts": [{**again, "name": "again"}]})
     return messages
 
 

@@ -45,6 +45,9 @@ class Message:
     results: list[ToolResult] = field(default_factory=list)
     #: The compaction a part of the message stands for (:mod:`.compaction`), if any.
     compaction: str | None = None
+    memo: dict[str, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
+    """What derivation learned of the input this message ends, kept with it: a later
+    request of the run extends the same parsed messages. Not part of its value."""
 
 
 @dataclass

@@ -35,6 +35,12 @@ from ctxledger_collector.decoded.batch import (
 )
 from ctxledger_collector.derive import cuts
 from ctxledger_collector.derive.compaction import declared_compaction
+from ctxledger_collector.derive.input_reads import (
+    InputRead,
+    earlier_read,
+    keep_read,
+    read_messages,
+)
 from ctxledger_collector.derive.messages import Exchange, Message, ToolResult
 from ctxledger_collector.derive.spans import SourceSpan
 from ctxledger_collector.derive.tool_outputs import ToolOutput, arguments_signature
@@ -180,12 +186,20 @@ def request_records(
     carries hundreds)."""
     request_id = request_id or span.span_id
     inputs: list[Message] = exchange.input or []
-    calls = [c for m in inputs for c in m.calls if c.id]
-    names = {c.id: c.name for c in calls}
-    results = [r for m in inputs for r in m.results if r.id]
-    whole = exchange.input is not None and exchange.input_cut is None
-    step = 1 + sum(m.role == "assistant" for m in inputs) if whole else None
     agent = _agent(span)
+    if keep_content:
+        carry_into = None
+    setting = (model, span.trace_id, source, agent, frozenset(exchange.cut_lengths))
+    earlier = earlier_read(inputs, setting) if carry_into is not None else None
+    calls, results, assistants = read_messages(inputs[earlier.length :] if earlier else inputs)
+    new_results = results
+    if earlier is not None and carry_into is not None:
+        calls, results = earlier.calls + calls, earlier.results + results
+        assistants += earlier.assistants
+        carry_into.extend(earlier.stages)
+    names = {c.id: c.name for c in calls}
+    whole = exchange.input is not None and exchange.input_cut is None
+    step = 1 + assistants if whole else None
     issued_calls = [c for m in exchange.output or () for c in m.calls if c.id]
     issued: tuple[str, ...] | None = tuple(c.id for c in issued_calls if c.id)
     if exchange.output is None and exchange.output_cut is None and not span.failed:
@@ -209,10 +223,9 @@ def request_records(
         telemetry_cut=exchange.input_cut,
         compaction=declared_compaction(span.attributes, (m.compaction for m in inputs)),
     )
-    if keep_content:
-        carry_into = None
     stages: list[DerivedStage] = []
-    for result in results:
+    each_stage = list(earlier.stages) if earlier is not None else []
+    for result in new_results:
         assert result.id is not None
         known = _known(result)
         measured = _measured(known, result, model)
@@ -224,6 +237,7 @@ def request_records(
         tool_name = names.get(result.id)
         same = (model, span.trace_id, source, tool_name, agent, cut)
         if known.staged is not None and known.staged[0] == same:
+            each_stage.append(known.staged[1])
             if carry_into is not None:
                 carry_into.append(known.staged[1])
                 continue
@@ -242,7 +256,11 @@ def request_records(
                 cut=cut,
             )
             known.staged = (same, stage)
+            each_stage.append(stage)
         stages.append(DerivedStage(stage, kept_content(result.text) if keep_content else None))
+    if carry_into is not None and inputs:
+        read = InputRead(len(inputs), inputs[0], setting, calls, results, assistants, each_stage)
+        keep_read(inputs, read, earlier)
 
     signatures = [
         IssuedCall(
