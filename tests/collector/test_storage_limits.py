@@ -11,7 +11,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from ctxledger import semconv as sc
 from ctxledger.verdicts import Manifest, Measurement, Report
-from ctxledger_collector.decoded.batch import DecodedManifest, DecodedMeasurement
+from ctxledger_collector.decoded.batch import DecodedBatch, DecodedManifest, DecodedMeasurement
+from ctxledger_collector.storage.column_limits import fit_to_columns
 from ctxledger_collector.storage.rows import (
     MANIFEST_COLUMNS,
     MEASUREMENT_COLUMNS,
@@ -155,3 +156,50 @@ def test_identifiers_the_database_cannot_hold_reject_their_span_alone(
         "ignored": 0,
         "rejected": 3,
     }
+
+
+def _carrying(template: Measurement, service: str | None = "svc") -> DecodedManifest:
+    manifest = Manifest(
+        trace_id="ab" * 16, request_id="req-9", step=9, tool_call_ids=(template.tool_call_id,),
+        agent_name=template.agent_name, observed_at=9.0, span_id="9" * 16,
+        source=sc.SOURCE_GENAI,
+    )  # fmt: skip
+    return DecodedManifest(manifest, {}, service, (template,))
+
+
+def _template(**changed: Any) -> Measurement:
+    fields: dict[str, Any] = {
+        "trace_id": "ab" * 16, "tool_call_id": "call-1", "stage": sc.STAGE_LLM_INPUT,
+        "order": 40, "chars": 10, "request_id": "req-1", "tool_name": "search",
+        "agent_name": "svc", "step": 1, "observed_at": 1.0, "span_id": "1" * 16,
+        "source": sc.SOURCE_GENAI,
+    }  # fmt: skip
+    return Measurement(**{**fields, **changed})
+
+
+def test_a_carried_stage_that_fits_stays_carried_and_one_that_does_not_is_rejected() -> None:
+    """A stage a manifest carries is checked like any: as it is, once (it stays carried);
+    too long or holding a NUL, it is this request's stage, rejected with its span."""
+    fits = fit_to_columns(DecodedBatch(manifests=[_carrying(_template())]))
+    assert fits.rejected == [] and fits.measurements == []
+    assert [len(i.carried) for i in fits.manifests] == [1]
+    again = fit_to_columns(DecodedBatch(manifests=[_carrying(fits.manifests[0].carried[0])]))
+    assert [len(i.carried) for i in again.manifests] == [1]
+
+    bad = fit_to_columns(DecodedBatch(manifests=[_carrying(_template(tool_name="a\x00b"))]))
+    assert [i.carried for i in bad.manifests] == [()]
+    assert bad.measurements == []
+    assert [(r.span_id, "NUL" in r.reason) for r in bad.rejected] == [("9" * 16, True)]
+
+
+def test_a_long_service_name_cuts_the_agent_of_the_stages_a_manifest_carries() -> None:
+    long = "s" * 500
+    fitted = fit_to_columns(
+        DecodedBatch(manifests=[_carrying(_template(agent_name=long), service=long)])
+    )
+    assert fitted.rejected == []
+    (manifest,) = fitted.manifests
+    (stage,) = fitted.measurements
+    assert manifest.carried == () and manifest.service_name == stage.service_name
+    assert stage.measurement.agent_name == manifest.manifest.agent_name != long
+    assert (stage.measurement.request_id, stage.measurement.span_id) == ("req-9", "9" * 16)

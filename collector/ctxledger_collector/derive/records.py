@@ -24,7 +24,6 @@ import orjson
 
 from ctxledger import semconv as sc
 from ctxledger.models import context_window_for_model
-from ctxledger.redaction import redact_or_none
 from ctxledger.text import TextMeasurement, measure_text
 from ctxledger.verdicts import Manifest, Measurement
 from ctxledger_collector.decoded.batch import (
@@ -43,18 +42,9 @@ from ctxledger_collector.derive.input_reads import (
 )
 from ctxledger_collector.derive.messages import Exchange, Message, ToolResult
 from ctxledger_collector.derive.spans import SourceSpan
+from ctxledger_collector.derive.stage_records import agent_of, kept_content, stage_measurement
 from ctxledger_collector.derive.tool_outputs import ToolOutput, arguments_signature
 from ctxledger_collector.derive.usage import reported_input_tokens
-
-#: The most content kept per derived stage when the operator opted in (as the SDK's).
-MAX_CONTENT_CHARS = 65_536
-
-
-def kept_content(text: str) -> str | None:
-    """What the operator's opt-in keeps of a text: redacted, cut; None (nothing kept)
-    when it cannot be redacted."""
-    return redact_or_none(text, MAX_CONTENT_CHARS)
-
 
 #: Per result parsed once and carried by later requests (their parsed messages are
 #: shared, :mod:`.parsed_prefixes`), found by the result itself and gone with it: its
@@ -93,11 +83,6 @@ def _measured(known: _Known, result: ToolResult, model: str | None) -> TextMeasu
     return found
 
 
-def _agent(span: SourceSpan) -> str | None:
-    name = span.attributes.get(sc.AGENT_NAME)
-    return name if isinstance(name, str) and name else span.service_name
-
-
 def conversation_of(span: SourceSpan, exchange: Exchange) -> str:
     given = span.attributes.get(sc.GEN_AI_CONVERSATION_ID)
     if isinstance(given, str) and given:
@@ -115,54 +100,6 @@ def conversation_of(span: SourceSpan, exchange: Exchange) -> str:
         # The opening is not known: a conversation of its own, never another's.
         return f"span:{span.span_id}"
     return hashlib.sha256(orjson.dumps(opening)).hexdigest()[:32]
-
-
-def _measurement(
-    span: SourceSpan,
-    measured: TextMeasurement,
-    *,
-    call_id: str,
-    stage: str,
-    order: int,
-    source: str,
-    request_id: str | None = None,
-    tool_name: str | None = None,
-    step: int | None = None,
-    cut: str | None = None,
-    inferred: bool = False,
-) -> Measurement:
-    return Measurement(
-        trace_id=span.trace_id,
-        tool_call_id=call_id,
-        stage=stage,
-        order=order,
-        chars=measured.chars,
-        request_id=request_id,
-        tool_name=tool_name,
-        agent_name=_agent(span),
-        step=step,
-        bytes=measured.bytes,
-        tokens=measured.tokens,
-        tokenizer=measured.tokenizer,
-        tokens_estimated=measured.tokens_estimated,
-        canonical_chars=measured.canonical_chars,
-        items=measured.items,
-        item_ids=measured.item_ids,
-        ids_complete=measured.ids_complete,
-        fields=measured.fields,
-        fields_complete=measured.fields_complete,
-        priority_items=measured.priority_items,
-        sha256=measured.sha256,
-        canonical_sha256=measured.canonical_sha256,
-        json_valid=measured.json_valid_attribute,
-        marker=bool(measured.markers_found),
-        markers_found=measured.markers_found,
-        observed_at=span.observed_at,
-        span_id=span.span_id,
-        source=source,
-        telemetry_cut=cut,
-        inferred=inferred,
-    )
 
 
 def _unique(ids: list[str]) -> tuple[str, ...]:
@@ -186,7 +123,7 @@ def request_records(
     carries hundreds)."""
     request_id = request_id or span.span_id
     inputs: list[Message] = exchange.input or []
-    agent = _agent(span)
+    agent = agent_of(span)
     if keep_content:
         carry_into = None
     setting = (model, span.trace_id, source, agent, frozenset(exchange.cut_lengths))
@@ -243,7 +180,7 @@ def request_records(
                 continue
             stage = carried_stage(known.staged[1], manifest)
         else:
-            stage = _measurement(
+            stage = stage_measurement(
                 span,
                 measured,
                 call_id=result.id,
@@ -288,7 +225,7 @@ def tool_record(
     model = span.attributes.get(sc.REQUEST_MODEL) or span.attributes.get(sc.LLM_MODEL_NAME)
     measured = measure_text(output.text or "", model=model if isinstance(model, str) else None)
     stage = DerivedStage(
-        _measurement(
+        stage_measurement(
             span,
             measured,
             call_id=output.call_id or "",
