@@ -8,12 +8,16 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ctxledger import semconv as sc
 from ctxledger.request_count import counter_for_model, segment_request
 from ctxledger.verdicts.received import judge_received
 from ctxledger_collector.derive import SourceSpan, derive_span
+from ctxledger_collector.derive.messages import Exchange, Message, ToolCall, ToolResult
 from ctxledger_collector.derive.received import server_policy
+from ctxledger_collector.derive.request_segments import chat_body, request_segments
 
 TRACE = "cd" * 16
 OLD = json.dumps([{"id": f"ord-{i}", "note": f"订单 {i} 已发货"} for i in range(60)])
@@ -138,3 +142,36 @@ def test_a_hosted_api_never_loses_whatever_its_usage_says() -> None:
 def test_spans_that_cannot_be_counted_give_no_received_stage(span: SourceSpan) -> None:
     derived = derive_span(span)
     assert derived is None or derived.received is None
+
+
+_TEXTS = st.text(alphabet=st.sampled_from('ab 订单\n"{}é😀'), max_size=30)
+_IDS = st.sampled_from(["call_1", "call_2", "call_3", None])
+
+
+@st.composite
+def _messages(draw: st.DrawFn) -> Message:
+    calls = draw(st.lists(st.builds(ToolCall, _IDS, st.sampled_from(["orders", "again", None]),
+                                    st.one_of(st.none(), _TEXTS, st.just({"q": 1}))),
+                          max_size=2))  # fmt: skip
+    results = draw(st.lists(st.builds(ToolResult, _IDS, _TEXTS), max_size=2))
+    role = draw(st.sampled_from(["user", "assistant", "tool", "system"]))
+    return Message(role, draw(st.lists(_TEXTS, max_size=2)), calls, results)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    system=st.lists(_TEXTS, max_size=2),
+    earlier=st.lists(_messages(), max_size=6),
+    later=st.lists(_messages(), max_size=4),
+    model=st.sampled_from(["gpt-4o", "claude-sonnet-4", None]),
+)
+def test_segments_counted_per_message_are_those_of_the_whole_body(
+    system: list[str], earlier: list[Message], later: list[Message], model: str | None
+) -> None:
+    """Each message's segments are counted once and kept with it: a later request that
+    carries the same parsed messages and more counts as counting its whole body does."""
+    count, tokenizer = counter_for_model(model)
+    for messages in (earlier, [*earlier, *later], [*earlier, *later]):
+        exchange = Exchange(input=messages, system=system)
+        whole = segment_request(chat_body(exchange), count, tokenizer, model)
+        assert request_segments(exchange, count, tokenizer, model) == whole

@@ -15,10 +15,11 @@ from typing import Any, Final
 
 from ctxledger import semconv as sc
 from ctxledger.models import tokenizer_is_exact
-from ctxledger.request_count import counter_for_model, segment_request
+from ctxledger.request_count import counter_for_model
 from ctxledger.verdicts import Manifest
 from ctxledger.verdicts.model import ReceivedRecord
-from ctxledger_collector.derive.messages import Exchange, Message
+from ctxledger_collector.derive.messages import Exchange
+from ctxledger_collector.derive.request_segments import request_segments
 from ctxledger_collector.derive.spans import SourceSpan
 
 #: Provider names (``gen_ai.provider.name``, ``gen_ai.system``, ``llm.provider``) of the
@@ -85,33 +86,6 @@ def server_policy(attrs: dict[str, Any]) -> str | None:
     return None
 
 
-def _chat_body(exchange: Exchange) -> dict[str, Any]:
-    """The span's input as a Chat Completions body: a message's tool results each a
-    ``tool`` message of their own, after the message's own text and calls."""
-    messages: list[dict[str, Any]] = []
-    for message in exchange.input or ():
-        messages.extend(_chat_messages(message))
-    body: dict[str, Any] = {"messages": messages}
-    if exchange.system:
-        body["system"] = list(exchange.system)
-    return body
-
-
-def _chat_messages(message: Message) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    if message.texts or message.calls or not message.results:
-        own: dict[str, Any] = {"role": message.role, "content": "".join(message.texts)}
-        if message.calls:
-            own["tool_calls"] = [
-                {"id": c.id or "", "function": {"name": c.name or "", "arguments": c.arguments}}
-                for c in message.calls
-            ]
-        out.append(own)
-    for result in message.results:
-        out.append({"role": "tool", "tool_call_id": result.id or "", "content": result.text})
-    return out
-
-
 def received_record(
     span: SourceSpan, exchange: Exchange, model: str | None, manifest: Manifest
 ) -> ReceivedRecord | None:
@@ -125,7 +99,7 @@ def received_record(
     if any(r.cut for m in inputs for r in m.results):
         return None
     count, tokenizer = counter_for_model(model)
-    segments = segment_request(_chat_body(exchange), count, tokenizer, model)
+    segments = request_segments(exchange, count, tokenizer, model)
     attrs = span.attributes
     policy = server_policy(attrs)
     return ReceivedRecord(
