@@ -4,6 +4,7 @@ bytes per run grow with the square of its steps.
 
     .venv/bin/python bench/conversation_growth.py             # 2,000 LLM spans a length
     .venv/bin/python bench/conversation_growth.py --llm-spans 400 --lengths 20,200
+    .venv/bin/python bench/conversation_growth.py --usage   # spans report input tokens
 
 For each conversation length (steps per run) it builds ``--llm-spans / length`` runs as
 OpenTelemetry's openai-v2 instrumentation records them (``benchkit.conversation_runs``:
@@ -22,7 +23,9 @@ request parsed whole (nothing kept between requests: the peer), the floor's,
 end to end as a fraction of the floor's speed (``of floor``: a ratio of two measurements
 of the same run, so less of the machine's drift), the share of time in storing and
 judging, and the spans/s of each length against the first (the goal: the longest at 0.8
-of the shortest or better). It asserts nothing.
+of the shortest or better). With ``--usage`` every chat span also reports its input
+tokens (as openai-v2 records them), so each request gives a ``received`` stage per result
+it carries too. It asserts nothing.
 """
 
 from __future__ import annotations
@@ -94,9 +97,11 @@ def derive_seconds(bodies: list[bytes], keep_prefixes: bool) -> float:
         PARSED_PREFIXES.max_chars = kept
 
 
-def measure(steps: int, llm_spans: int, result_chars: int) -> Timing:
+def measure(steps: int, llm_spans: int, result_chars: int, usage: bool = False) -> Timing:
     runs = max(1, llm_spans // steps)
-    encoded: list[EncodedRun] = [encoded_run(run, steps, result_chars) for run in range(runs)]
+    encoded: list[EncodedRun] = [
+        encoded_run(run, steps, result_chars, usage) for run in range(runs)
+    ]
     bodies = [body for run in encoded for body in run.bodies]
     with tempfile.TemporaryDirectory() as folder:
         url = f"sqlite:///{Path(folder) / 'bench.db'}"
@@ -124,10 +129,15 @@ def main() -> None:
     parser.add_argument("--llm-spans", type=int, default=2000)
     parser.add_argument("--lengths", default="20,200", help="steps per run, comma-separated")
     parser.add_argument("--result-chars", type=int, default=1000)
+    parser.add_argument(
+        "--usage",
+        action="store_true",
+        help="chat spans report their input tokens, so each request gives received stages",
+    )
     args = parser.parse_args()
     lengths = [int(n) for n in args.lengths.split(",")]
-    measure(lengths[0], min(args.llm_spans, 40), args.result_chars)  # warm: tokenizer tables
-    timings = [measure(steps, args.llm_spans, args.result_chars) for steps in lengths]
+    measure(lengths[0], min(args.llm_spans, 40), args.result_chars, args.usage)  # warm
+    timings = [measure(steps, args.llm_spans, args.result_chars, args.usage) for steps in lengths]
     first = timings[0]
     rows = []
     for t in timings:

@@ -32,7 +32,9 @@ def result_text(run: int, step: int, chars: int) -> str:
     return json.dumps(rows, ensure_ascii=False)
 
 
-def encoded_run(run: int, steps: int, result_chars: int) -> EncodedRun:
+def encoded_run(run: int, steps: int, result_chars: int, usage: bool = False) -> EncodedRun:
+    """One run as OTLP requests, one per step; with ``usage``, each chat span reports
+    its input tokens (``gen_ai.usage.input_tokens``, a rough count) as openai-v2 does."""
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
@@ -55,6 +57,8 @@ def encoded_run(run: int, steps: int, result_chars: int) -> EncodedRun:
                     "gen_ai.input.messages": conversation,
                     "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [call]}]),
                 })  # fmt: skip
+                if usage:
+                    span.set_attribute("gen_ai.usage.input_tokens", len(conversation) // 4)
             result = result_text(run, step, result_chars)
             with tracer.start_as_current_span("execute_tool search") as span:
                 span.set_attributes({
