@@ -16,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ctxledger_collector.decoded.batch import DerivedStage, carried_stage
 from ctxledger_collector.derive import Derived, SourceSpan, derive_span, records
 from ctxledger_collector.derive.messages import Message, parse_json, parts_messages
 from ctxledger_collector.derive.parsed_prefixes import ParsedPrefixes
@@ -168,9 +169,10 @@ def as_stages(derived: Derived | None) -> tuple[object, ...] | None:
     particular order)."""
     if derived is None:
         return None
-    whole = derived.with_carried_stages()
-    assert not whole.carried
-    return (Counter(whole.stages), replace(whole, stages=[]))
+    own = []
+    if derived.manifest is not None:
+        own = [DerivedStage(carried_stage(t, derived.manifest)) for t in derived.carried]
+    return (Counter([*derived.stages, *own]), replace(derived, stages=[], carried=[]))
 
 
 def _records_built_anew(span: SourceSpan) -> object:

@@ -67,10 +67,11 @@ class DecodedManifest:
 
     def carried_stages(self) -> list[DecodedMeasurement]:
         """The ``carried`` stages as this request's."""
-        return [
-            DecodedMeasurement(carried_stage(template, self.manifest), {}, self.service_name)
-            for template in self.carried
-        ]
+        return [self.stage_of(template) for template in self.carried]
+
+    def stage_of(self, template: Measurement) -> DecodedMeasurement:
+        """One of the ``carried`` stages as this request's."""
+        return DecodedMeasurement(carried_stage(template, self.manifest), {}, self.service_name)
 
 
 def carried_stage(template: Measurement, manifest: Manifest) -> Measurement:

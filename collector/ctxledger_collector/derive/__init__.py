@@ -14,18 +14,13 @@ May import: ``decoded`` only (and the SDK's public modules).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from ctxledger import semconv as sc
 from ctxledger.verdicts import Manifest, Measurement
 from ctxledger.verdicts.model import ReceivedRecord
-from ctxledger_collector.decoded.batch import (
-    DerivedStage,
-    IssuedCall,
-    UnmatchedTool,
-    carried_stage,
-)
+from ctxledger_collector.decoded.batch import DerivedStage, IssuedCall, UnmatchedTool
 from ctxledger_collector.derive import adk, claude_code, codex, cuts, strands
 from ctxledger_collector.derive.claude_code import keyed_by_session
 from ctxledger_collector.derive.claude_code_logs import LogEvent, request_body_records
@@ -71,13 +66,6 @@ class Derived:
     sent: dict[str, Measurement] = field(default_factory=dict)
     #: Stages of earlier requests this one carries as they were (``DecodedManifest``).
     carried: list[Measurement] = field(default_factory=list)
-
-    def with_carried_stages(self) -> Derived:
-        """The same records with each carried stage as a stage of this request."""
-        if self.manifest is None or not self.carried:
-            return self
-        own = [DerivedStage(carried_stage(t, self.manifest)) for t in self.carried]
-        return replace(self, stages=[*self.stages, *own], carried=[])
 
 
 def may_derive(

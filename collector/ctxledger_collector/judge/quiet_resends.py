@@ -22,7 +22,7 @@ from ctxledger.verdicts import Manifest, Measurement
 from ctxledger.verdicts.call_origins import call_origin
 from ctxledger.verdicts.incremental import CallKey, JourneyKey
 from ctxledger.verdicts.resends import original_digests, quiet_stages, shows_whole
-from ctxledger_collector.decoded.batch import DecodedManifest, DecodedMeasurement, carried_stage
+from ctxledger_collector.decoded.batch import DecodedManifest, DecodedMeasurement
 from ctxledger_collector.judge.trace_state import SqlTraceState
 from ctxledger_collector.storage.column_values import digest_number
 
@@ -158,7 +158,7 @@ def unwritten_resends(
         if f is not None and f.above(manifest) and quiet_stages(group, f.originals, manifest):
             unwritten.add(key)
     loud = [
-        DecodedMeasurement(carried_stage(t, i.manifest), {}, i.service_name)
+        i.stage_of(t)
         for i in joined
         for t in i.carried
         if (i.manifest.trace_id, t.tool_call_id, i.manifest.request_id) not in unwritten
@@ -232,7 +232,7 @@ def _judge_alone(
         ):
             unwritten.add((trace, call, request))
         else:
-            loud.append(DecodedMeasurement(carried_stage(template, m), {}, item.service_name))
+            loud.append(item.stage_of(template))
     return loud
 
 
