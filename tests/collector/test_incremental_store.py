@@ -122,9 +122,10 @@ def ingest(store: Store, batches: Batches, now: float) -> set[str]:
 def as_derivation_gives(
     ms: list[Measurement], mans: list[Manifest], every: int = 2
 ) -> DecodedBatch:
-    """The batch, every ``every``-th ``llm_input`` stage that is its request's own (the
-    same span) handed over as derivation hands a re-sent result: carried by its
-    manifest, as an earlier request's stage (request fields not this request's)."""
+    """The batch, every ``every``-th ``llm_input`` or ``received`` stage that is its
+    request's own (the same span) handed over as derivation hands a re-sent result:
+    carried by its manifest, as an earlier request's stage (request fields not this
+    request's)."""
     by_request = {(man.trace_id, man.request_id): man for man in mans}
     carried: dict[tuple[str, str], list[Measurement]] = defaultdict(list)
     stages = []
@@ -133,7 +134,7 @@ def as_derivation_gives(
         if (
             index % every == 0
             and manifest is not None
-            and m.stage == sc.STAGE_LLM_INPUT
+            and m.stage in (sc.STAGE_LLM_INPUT, sc.STAGE_RECEIVED)
             and carried_stage(m, manifest) == m
         ):
             earlier = replace(m, request_id="earlier", step=1, observed_at=1.0, span_id="e" * 16)

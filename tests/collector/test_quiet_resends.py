@@ -172,3 +172,35 @@ def test_stages_carried_by_their_manifest_are_written_where_they_say_something(
         assert written == sum(len(stages) for stages, _ in requests)
     else:  # each result's first journey, and the cut copies
         assert written == steps - 1 + (steps - 5)
+
+
+def test_a_journey_carried_whole_is_written_whole_where_one_stage_says_something(
+    store: Store,
+) -> None:
+    """Each request's results carry an ``llm_input`` and a ``received`` stage, both handed
+    over on the manifest; where the server read part of a result the copy sent whole
+    (call-3 from request 6 on), the journey is written with both its stages."""
+    trace, steps = os.urandom(16).hex(), 10
+    records: list[Records] = []
+    answered: list[str] = []
+    for step in range(1, steps + 1):
+        stages, manifests = _request(trace, step, list(answered), f"call-{step}")
+        received = [
+            replace(m, stage=sc.STAGE_RECEIVED, order=50, received="kept", sha256=None)
+            for m in stages
+        ]
+        read = [
+            replace(m, received="cut", lost_chars=60)
+            if m.tool_call_id == "call-3" and step >= 6
+            else m
+            for m in received
+        ]
+        records += [([*stages, *read], manifests), _original(trace, f"call-{step}", step)]
+        answered.append(f"call-{step}")
+    _ingest(store, records, carried=True)
+    stored = _stored(store, trace)
+    assert stored == _whole(trace, records)
+    cut_journeys = {k[2] for k in stored if k[1] == "call-3" and k[2]}
+    assert cut_journeys == {"k-req-4", *(f"k-req-{s}" for s in range(6, steps + 1))}
+    assert stored[(trace, "call-3", "k-req-6")] != sc.VERDICT_INTACT
+    assert _llm_input_rows(store) == steps - 1 + (steps - 5)

@@ -228,8 +228,8 @@ def resending_run(draw: st.DrawFn) -> list[Measurement | Manifest]:
                 read = draw(st.sampled_from(("kept", "kept", "cut")))
                 spans.append(
                     Measurement(trace, c, sc.STAGE_RECEIVED, 50, chars=chars, request_id=request,
-                                step=step, observed_at=871.0 + step,
-                                span_id=f"{step + 500:016x}", source=sc.SOURCE_GENAI,
+                                step=step, observed_at=870.0 + step,
+                                span_id=f"{step + 200:016x}", source=sc.SOURCE_GENAI,
                                 received=read, lost_chars=0 if read == "kept" else 60)
                 )  # fmt: skip
         if draw(st.integers(0, 9)) == 0:  # the same call issued in another conversation too

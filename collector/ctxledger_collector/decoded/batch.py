@@ -8,10 +8,13 @@ export decodes into.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ctxledger import semconv as sc
 from ctxledger.verdicts import Manifest, Measurement
+from ctxledger.wire_received import stored_attributes
 from ctxledger_collector.decoded.rejection_codes import Rejection
 
 
@@ -58,12 +61,15 @@ class DecodedManifest:
     """A request manifest span: its rule record and the attributes as received; for a
     derived request, the ``llm_input`` stages it carries exactly as an earlier request of
     its conversation did (``carried``: that request's stages, :func:`carried_stage` gives
-    this request's), which the store writes only where they say something new."""
+    this request's), which the store writes only where they say something new; and the
+    ``received`` stages that go with them, ``received_summary`` what each keeps of the
+    request's counts beside its columns."""
 
     manifest: Manifest
     attributes: dict[str, Any]
     service_name: str | None
     carried: tuple[Measurement, ...] = ()
+    received_summary: Mapping[str, Any] | None = None
 
     def carried_stages(self) -> list[DecodedMeasurement]:
         """The ``carried`` stages as this request's."""
@@ -71,7 +77,11 @@ class DecodedManifest:
 
     def stage_of(self, template: Measurement) -> DecodedMeasurement:
         """One of the ``carried`` stages as this request's."""
-        return DecodedMeasurement(carried_stage(template, self.manifest), {}, self.service_name)
+        stage = carried_stage(template, self.manifest)
+        summary = self.received_summary
+        if stage.stage == sc.STAGE_RECEIVED and summary is not None:
+            return DecodedMeasurement(stage, stored_attributes(stage, summary), self.service_name)
+        return DecodedMeasurement(stage, {}, self.service_name)
 
 
 def carried_stage(template: Measurement, manifest: Manifest) -> Measurement:

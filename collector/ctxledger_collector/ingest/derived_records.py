@@ -13,6 +13,7 @@ from ctxledger.verdicts.received import received_measurements
 from ctxledger.wire_received import received_attributes, stored_attributes
 from ctxledger_collector.decoded.batch import DecodedBatch, DecodedManifest, DecodedMeasurement
 from ctxledger_collector.derive import Derived
+from ctxledger_collector.ingest.carried_received import received_stages
 
 #: The most content kept per derived stage when the operator opted in (as the SDK's).
 MAX_CONTENT = 65_536
@@ -24,16 +25,20 @@ def add_derived(derived: Derived, batch: DecodedBatch, service: str | None) -> N
         if stage.measurement.note is not None:
             content[sc.STAGE_NOTE] = stage.measurement.note
         batch.measurements.append(DecodedMeasurement(stage.measurement, content, service))
-    if derived.manifest is not None:
-        carried = tuple(derived.carried)
-        batch.manifests.append(DecodedManifest(derived.manifest, {}, service, carried))
+    carried: tuple[Measurement, ...] = tuple(derived.carried)
+    summary: dict[str, Any] | None = None
     if derived.received is not None:
         # What the received stages lend from these (the tool name) a carried one has too.
         sent = derived.sent or {
             m.tool_call_id: m for m in (*derived.carried, *(s.measurement for s in derived.stages))
         }
         summary = received_attributes(derived.received)
-        add_received(batch, derived.received, summary, service, sent)
+        own, templates = received_stages(derived.received, sent, derived.manifest, carried)
+        carried += tuple(templates)
+        for m in own:
+            batch.measurements.append(DecodedMeasurement(m, stored_attributes(m, summary), service))
+    if derived.manifest is not None:
+        batch.manifests.append(DecodedManifest(derived.manifest, {}, service, carried, summary))
     batch.issued.extend(derived.issued)
     batch.unmatched.extend(derived.unmatched)
 

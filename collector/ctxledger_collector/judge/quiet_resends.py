@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict, defaultdict
 from collections.abc import Container, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ctxledger.verdicts import Manifest, Measurement
 from ctxledger.verdicts.call_origins import call_origin
@@ -36,8 +36,9 @@ class _Followed:
     compaction: str | None
     position: int
     originals: Container[str]
-    #: The carried stage last found quiet on its own: later requests carry the same one.
-    quiet_template: Measurement | None = None
+    #: Per stage, the carried stage last found quiet on its own: later requests carry
+    #: the very same one.
+    quiet_templates: dict[str, Measurement] = field(default_factory=dict)
 
     def above(self, manifest: Manifest) -> bool:
         """``manifest``'s request comes after this one, on the same side of compactions."""
@@ -173,10 +174,10 @@ def _carried_alone(
     grouped: dict[JourneyKey, list[Measurement]],
     positioned: set[tuple[str, str]],
 ) -> tuple[list[DecodedManifest], list[DecodedManifest]]:
-    """The manifests whose carried stages are each their journey's only stage in the
-    batch (as a rule), apart from the rest, whose carried stages join ``grouped``. The
-    rest: those with no place in their conversation, several copies of one request, or
-    a carried call that is carried twice or has other stages in the batch."""
+    """The manifests whose carried stages are their journeys' only stages in the batch
+    (as a rule), apart from the rest, whose carried stages join ``grouped``. The rest:
+    those with no place in their conversation, several copies of one request, or a
+    carried call that has a stage carried twice or other stages in the batch."""
     copies: dict[tuple[str, str], int] = defaultdict(int)
     for i in manifests:
         copies[(i.manifest.trace_id, i.manifest.request_id)] += 1
@@ -188,13 +189,13 @@ def _carried_alone(
         if not i.carried:
             continue
         request = (i.manifest.trace_id, i.manifest.request_id)
-        calls = [t.tool_call_id for t in i.carried]
+        stages = {(t.tool_call_id, t.stage) for t in i.carried}
         if request not in positioned:
             joined.append(i)  # never quiet: written as they are
         elif (
             copies[request] == 1
-            and len(set(calls)) == len(calls)
-            and not (in_batch.get(request, set()).intersection(calls))
+            and len(stages) == len(i.carried)
+            and not (in_batch.get(request, set()).intersection(c for c, _ in stages))
         ):
             alone.append(i)
         else:
@@ -208,14 +209,15 @@ def _carried_alone(
 def _judge_alone(
     item: DecodedManifest, known: dict[CallKey, _Followed], unwritten: set[JourneyKey]
 ) -> list[DecodedMeasurement]:
-    """Each carried stage of ``item`` quiet (its journey added to ``unwritten``) or not
-    (its stage returned, to write). Inline: a long run's request carries hundreds."""
+    """The journeys of ``item``'s carried stages that are quiet (added to ``unwritten``)
+    and the stages of the others (returned, to write). Inline: a long run's request
+    carries hundreds."""
     m = item.manifest
     trace, request, position = m.trace_id, m.request_id, m.position
     conversation, compaction = m.conversation_key, m.compaction
     results, calls = m.results, m.calls or frozenset()
     whole = shows_whole(m)
-    loud = []
+    quiet, loud_calls = set(), set()
     for template in item.carried:
         call = template.tool_call_id
         f = known.get((trace, call))
@@ -228,19 +230,26 @@ def _judge_alone(
             and f.compaction == compaction
             and call in results
             and call in calls
-            and (template is f.quiet_template or _quiet_on_its_own(template, f, m))
+            and (
+                template is f.quiet_templates.get(template.stage)
+                or _quiet_on_its_own(template, f, m)
+            )
         ):
-            unwritten.add((trace, call, request))
+            quiet.add(call)
         else:
-            loud.append(item.stage_of(template))
-    return loud
+            loud_calls.add(call)
+    # A journey is quiet only where every stage of it is.
+    unwritten.update((trace, call, request) for call in quiet - loud_calls)
+    if not loud_calls:
+        return []
+    return [item.stage_of(t) for t in item.carried if t.tool_call_id in loud_calls]
 
 
 def _quiet_on_its_own(template: Measurement, f: _Followed, manifest: Manifest) -> bool:
     """The stage's own fields say it is quiet (then remembered: later requests carry the
     very same template)."""
     if quiet_stages((template,), f.originals, manifest):
-        f.quiet_template = template
+        f.quiet_templates[template.stage] = template
         return True
     return False
 

@@ -15,7 +15,7 @@ makes a loss, and a server that reports more than was counted never does either.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 from dataclasses import dataclass
 from typing import Final
 
@@ -274,20 +274,45 @@ def received_measurements(
 ) -> list[Measurement]:
     """One ``received`` measurement per tool result of the request, stating what the
     server's count says it lost; ``sent`` (by call id) lends each its tool name."""
-    outcome = judge_received(record, tolerance)
-    sizes: dict[str, list[int]] = {}
+    return outcome_measurements(record, judge_received(record, tolerance), sent)
+
+
+def result_sizes(record: ReceivedRecord) -> dict[str, tuple[int, int]]:
+    """Per tool result of the request, its (tokens, chars) as counted."""
+    sizes: dict[str, tuple[int, int]] = {}
     for call_id, size, chars in zip(
         record.segment_call_ids, record.segment_tokens, record.segment_chars, strict=False
     ):
         if call_id:
-            entry = sizes.setdefault(call_id, [0, 0])
-            entry[0] += size
-            entry[1] += chars
+            tokens, counted = sizes.get(call_id, (0, 0))
+            sizes[call_id] = (tokens + size, counted + chars)
+    return sizes
+
+
+def quiet_outcome(outcome: ReceivedOutcome) -> bool:
+    """The server read every result whole and the rule has nothing to say of any: each
+    result's measurement is its sizes, ``kept``, and no note."""
+    return outcome.reason is None and not outcome.notes and not outcome.lost
+
+
+def outcome_measurements(
+    record: ReceivedRecord,
+    outcome: ReceivedOutcome,
+    sent: Mapping[str, Measurement] | None = None,
+    leave_out: Container[str] = (),
+    sizes: Mapping[str, tuple[int, int]] | None = None,
+) -> list[Measurement]:
+    """:func:`received_measurements` of ``record`` judged as ``outcome``, but for the
+    results whose call id is in ``leave_out``; ``sizes`` are :func:`result_sizes`."""
+    if sizes is None:
+        sizes = result_sizes(record)
     order = sc.BUILTIN_STAGE_ORDER[sc.STAGE_RECEIVED]
     notes = "; ".join(outcome.notes) or None
     measurements = []
     for result in outcome.results:
-        tokens, chars = sizes.get(result.call_id, [0, 0])
+        if result.call_id in leave_out:
+            continue
+        tokens, chars = sizes.get(result.call_id, (0, 0))
         if result.outcome in (KEPT, UNJUDGED):
             note = outcome.reason or notes
         else:

@@ -1,0 +1,101 @@
+"""The ``received`` stages of a derived request, those of its re-sent results carried.
+
+A request that carries an earlier result exactly as an earlier request did (its
+``llm_input`` stage carried by the manifest, :class:`DecodedManifest`) and whose server
+read everything it was sent gives that result the same ``received`` stage in every
+request: its sizes, ``kept``, no note. Such a stage is carried too, one template per
+result and setting, so a long run's request costs what is new in it, not one record per
+result it re-sends; the store writes it only where it says something (as it does the
+``llm_input`` stage it goes with). Everything else is the request's own, as
+:func:`~ctxledger.verdicts.received.received_measurements` gives it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Final
+
+from ctxledger import semconv as sc
+from ctxledger.verdicts import Manifest, Measurement
+from ctxledger.verdicts.model import ReceivedRecord
+from ctxledger.verdicts.received import (
+    KEPT,
+    CallOutcome,
+    ReceivedOutcome,
+    judge_received,
+    outcome_measurements,
+    quiet_outcome,
+    result_sizes,
+)
+
+#: Templates by everything their record holds but the request's own fields. Bounded;
+#: emptied when full (a template is only ever rebuilt equal).
+_TEMPLATES: dict[tuple[object, ...], Measurement] = {}
+_TEMPLATES_MAX: Final = 50_000
+
+
+def _request_fields_match(record: ReceivedRecord, manifest: Manifest) -> bool:
+    """The record's request fields are its manifest's, which a carried stage takes."""
+    return (
+        record.trace_id == manifest.trace_id
+        and record.request_id == manifest.request_id
+        and record.step == manifest.step
+        and record.observed_at == manifest.observed_at
+        and record.span_id == manifest.span_id
+    )
+
+
+def received_stages(
+    record: ReceivedRecord,
+    sent: Mapping[str, Measurement],
+    manifest: Manifest | None,
+    carried: Sequence[Measurement],
+) -> tuple[list[Measurement], list[Measurement]]:
+    """The request's own ``received`` measurements, and the templates of those that go
+    with a carried ``llm_input`` stage (:func:`~ctxledger_collector.decoded.batch.
+    carried_stage` gives each as this request's, equal to what building it gives)."""
+    outcome = judge_received(record)
+    if (
+        not carried
+        or manifest is None
+        or not quiet_outcome(outcome)
+        or not _request_fields_match(record, manifest)
+    ):
+        return outcome_measurements(record, outcome, sent), []
+    sizes = result_sizes(record)
+    carried_calls = {t.tool_call_id for t in carried if t.stage == sc.STAGE_LLM_INPUT}
+    templates = [
+        _template(record, result.call_id, sent, sizes)
+        for result in outcome.results
+        if result.call_id in carried_calls
+    ]
+    own = outcome_measurements(record, outcome, sent, leave_out=carried_calls, sizes=sizes)
+    return own, templates
+
+
+def _template(
+    record: ReceivedRecord,
+    call_id: str,
+    sent: Mapping[str, Measurement],
+    sizes: Mapping[str, tuple[int, int]],
+) -> Measurement:
+    before = sent.get(call_id)
+    key = (
+        record.trace_id,
+        call_id,
+        before.tool_name if before is not None else None,
+        sizes.get(call_id, (0, 0)),
+        record.tokenizer,
+        record.agent_name,
+        record.declared,
+        record.marked,
+        record.source,
+    )
+    template = _TEMPLATES.get(key)
+    if template is None:
+        alone = ReceivedOutcome((CallOutcome(call_id, KEPT),))
+        template = outcome_measurements(record, alone, sent, sizes=sizes)[0]
+        if len(_TEMPLATES) >= _TEMPLATES_MAX:
+            _TEMPLATES.clear()
+        _TEMPLATES[key] = template
+    return template
