@@ -23,7 +23,9 @@ request parsed whole (nothing kept between requests: the peer), the floor's,
 end to end as a fraction of the floor's speed (``of floor``: a ratio of two measurements
 of the same run, so less of the machine's drift), the share of time in storing and
 judging, and the spans/s of each length against the first (the goal: the longest at 0.8
-of the shortest or better). With ``--usage`` every chat span also reports its input
+of the shortest or better). With ``--repeat N`` every length is measured N times, the
+lengths taking turns, and each row is its length's fastest run (the ratio of each round
+printed too). With ``--usage`` every chat span also reports its input
 tokens (as openai-v2 records them), so each request gives a ``received`` stage per result
 it carries too. It asserts nothing.
 """
@@ -134,10 +136,26 @@ def main() -> None:
         action="store_true",
         help="chat spans report their input tokens, so each request gives received stages",
     )
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="measure every length this many times, the lengths taking turns; each row is "
+        "its length's fastest (this machine's drift shows less in the ratio)",
+    )
     args = parser.parse_args()
     lengths = [int(n) for n in args.lengths.split(",")]
     measure(lengths[0], min(args.llm_spans, 40), args.result_chars, args.usage)  # warm
-    timings = [measure(steps, args.llm_spans, args.result_chars, args.usage) for steps in lengths]
+    rounds = [
+        [measure(steps, args.llm_spans, args.result_chars, args.usage) for steps in lengths]
+        for _ in range(max(1, args.repeat))
+    ]
+    timings = [min(column, key=lambda t: t.total_s) for column in zip(*rounds, strict=True)]
+    if len(rounds) > 1:
+        ratios = [
+            (r[0].total_s / r[0].spans) / (t.total_s / t.spans) for r in rounds for t in r[1:]
+        ]
+        print("spans/s vs first, each round:", ", ".join(f"{x:.2f}" for x in ratios))
     first = timings[0]
     rows = []
     for t in timings:

@@ -169,9 +169,19 @@ def test_segments_counted_per_message_are_those_of_the_whole_body(
     system: list[str], earlier: list[Message], later: list[Message], model: str | None
 ) -> None:
     """Each message's segments are counted once and kept with it: a later request that
-    carries the same parsed messages and more counts as counting its whole body does."""
+    carries the same parsed messages and more counts as counting its whole body does,
+    and so does one that carries some of them in other places."""
     count, tokenizer = counter_for_model(model)
-    for messages in (earlier, [*earlier, *later], [*earlier, *later]):
+    requests = (
+        earlier,
+        [*earlier, *later],
+        [*earlier, *later],
+        earlier[:2],
+        [*later[:1], *earlier[1:]],
+        [*later, *earlier],
+        [*earlier[:1], *later],
+    )
+    for messages in requests:
         exchange = Exchange(input=messages, system=system)
         whole = segment_request(chat_body(exchange), count, tokenizer, model)
         assert request_segments(exchange, count, tokenizer, model) == whole

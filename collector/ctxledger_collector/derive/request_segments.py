@@ -7,6 +7,8 @@ request's segments are its messages' in order, what counting the whole body give
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
 from ctxledger.request_count import CountTokens, RequestSegments, segment_request
@@ -42,36 +44,69 @@ def _chat_messages(message: Message) -> list[dict[str, Any]]:
     return out
 
 
+@dataclass(frozen=True)
+class _JoinedPrefix:
+    """The segments of a request's first ``length`` input messages, joined; kept on the
+    last of them for the next request of the run, which extends the same messages."""
+
+    length: int
+    first: Message
+    segments: RequestSegments
+
+
 def request_segments(
     exchange: Exchange, count: CountTokens, tokenizer: str, model: str | None
 ) -> RequestSegments:
     """``segment_request`` of the span's chat body (:func:`chat_body`)."""
     system = {"system": list(exchange.system)} if exchange.system else {}
-    parts = [segment_request(system, count, tokenizer, model)]
+    head = segment_request(system, count, tokenizer, model)
+    inputs = exchange.input or []
+    if not inputs:
+        return head
     key = f"{_MEMO_KEY}:{tokenizer}:{model}"
-    for message in exchange.input or ():
+    joined_key = f"{key}:joined"
+    earlier = _earlier_prefix(inputs, joined_key)
+    parts = [earlier.segments] if earlier is not None else []
+    for message in inputs[earlier.length if earlier is not None else 0 :]:
         part = message.memo.get(key)
         if part is None:
             body = {"messages": _chat_messages(message)}
             part = message.memo[key] = segment_request(body, count, tokenizer, model)
         parts.append(part)
-    return _joined(parts)
+    messages = _joined(parts)
+    if earlier is not None:
+        inputs[earlier.length - 1].memo.pop(joined_key, None)  # one per run's latest
+    inputs[-1].memo[joined_key] = _JoinedPrefix(len(inputs), inputs[0], messages)
+    return _joined([head, messages])
+
+
+def _earlier_prefix(inputs: list[Message], joined_key: str) -> _JoinedPrefix | None:
+    """The joined segments an earlier request kept of the messages ``inputs`` begins
+    with, if any."""
+    for index in range(len(inputs) - 1, -1, -1):
+        kept: _JoinedPrefix | None = inputs[index].memo.get(joined_key)
+        if kept is None:
+            continue
+        # The same message object at the same place: the same parsed messages before it.
+        if kept.length != index + 1 or kept.first is not inputs[0]:
+            return None
+        return kept
+    return None
 
 
 def _joined(parts: list[RequestSegments]) -> RequestSegments:
     """Segments counted apart, as one request's: in order, primed once, a call's tool
     name the first given."""
     first = parts[0]
-    tokens = tuple(t for p in parts for t in p.tokens)
+    tokens = tuple(chain.from_iterable(p.tokens for p in parts))
     names: dict[str, str] = {}
-    for part in parts:
-        for call_id, name in part.tool_names.items():
-            names.setdefault(call_id, name)
+    for part in reversed(parts):  # the first given wins
+        names.update(part.tool_names)
     return RequestSegments(
-        call_ids=tuple(c for p in parts for c in p.call_ids),
+        call_ids=tuple(chain.from_iterable(p.call_ids for p in parts)),
         tokens=tokens,
-        chars=tuple(c for p in parts for c in p.chars),
-        roles=tuple(r for p in parts for r in p.roles),
+        chars=tuple(chain.from_iterable(p.chars for p in parts)),
+        roles=tuple(chain.from_iterable(p.roles for p in parts)),
         counted_tokens=first.counted_tokens - sum(first.tokens) + sum(tokens),
         tokenizer=first.tokenizer,
         model=first.model,

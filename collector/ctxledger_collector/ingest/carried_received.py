@@ -64,8 +64,17 @@ def received_stages(
         return outcome_measurements(record, outcome, sent), []
     sizes = result_sizes(record)
     carried_calls = {t.tool_call_id for t in carried if t.stage == sc.STAGE_LLM_INPUT}
+    # What a template holds of the record, but its request's fields and the result's own.
+    setting = (
+        record.trace_id,
+        record.tokenizer,
+        record.agent_name,
+        record.declared,
+        record.marked,
+        record.source,
+    )
     templates = [
-        _template(record, result.call_id, sent, sizes)
+        _template(record, setting, result.call_id, sent, sizes)
         for result in outcome.results
         if result.call_id in carried_calls
     ]
@@ -75,22 +84,14 @@ def received_stages(
 
 def _template(
     record: ReceivedRecord,
+    setting: tuple[object, ...],
     call_id: str,
     sent: Mapping[str, Measurement],
     sizes: Mapping[str, tuple[int, int]],
 ) -> Measurement:
     before = sent.get(call_id)
-    key = (
-        record.trace_id,
-        call_id,
-        before.tool_name if before is not None else None,
-        sizes.get(call_id, (0, 0)),
-        record.tokenizer,
-        record.agent_name,
-        record.declared,
-        record.marked,
-        record.source,
-    )
+    tool_name = before.tool_name if before is not None else None
+    key = (setting, call_id, tool_name, sizes.get(call_id, (0, 0)))
     template = _TEMPLATES.get(key)
     if template is None:
         alone = ReceivedOutcome((CallOutcome(call_id, KEPT),))

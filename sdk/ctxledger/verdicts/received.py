@@ -130,7 +130,7 @@ def _no_verdict(record: ReceivedRecord) -> str | None:
         return "no verdict from the model server: the request's segments do not line up"
     if record.segment_roles and len(record.segment_roles) != n:
         return "no verdict from the model server: the request's segments do not line up"
-    if any(t < 0 for t in record.segment_tokens) or any(c < 0 for c in record.segment_chars):
+    if min(record.segment_tokens, default=0) < 0 or min(record.segment_chars, default=0) < 0:
         return "no verdict from the model server: a segment has a negative size"
     return None
 
