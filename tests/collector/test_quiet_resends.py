@@ -162,16 +162,23 @@ def test_stages_carried_by_their_manifest_are_written_where_they_say_something(
         else [r for pair in zip(requests, originals, strict=True) for r in pair]
     )
     _ingest(store, records, carried=True)
-    stored = _stored(store, trace)
-    assert stored == _whole(trace, records)
-    cut_journeys = {k[2] for k in stored if k[1] == "call-3" and k[2]}
-    assert cut_journeys == {"k-req-4", *(f"k-req-{s}" for s in range(6, steps + 1))}
-    assert stored[(trace, "call-3", "k-req-6")] != sc.VERDICT_INTACT
+    _judged_with_call_3_changed_from_request_6(store, trace, records, steps)
     written = _llm_input_rows(store)
     if originals_last:  # nothing could be told quiet: every stage written
         assert written == sum(len(stages) for stages, _ in requests)
     else:  # each result's first journey, and the cut copies
         assert written == steps - 1 + (steps - 5)
+
+
+def _judged_with_call_3_changed_from_request_6(
+    store: Store, trace: str, records: list[Records], steps: int
+) -> None:
+    """As the whole set; call-3's journeys: its first, and every request from 6 on."""
+    stored = _stored(store, trace)
+    assert stored == _whole(trace, records)
+    cut_journeys = {k[2] for k in stored if k[1] == "call-3" and k[2]}
+    assert cut_journeys == {"k-req-4", *(f"k-req-{s}" for s in range(6, steps + 1))}
+    assert stored[(trace, "call-3", "k-req-6")] != sc.VERDICT_INTACT
 
 
 def test_a_journey_carried_whole_is_written_whole_where_one_stage_says_something(
@@ -198,9 +205,5 @@ def test_a_journey_carried_whole_is_written_whole_where_one_stage_says_something
         records += [([*stages, *read], manifests), _original(trace, f"call-{step}", step)]
         answered.append(f"call-{step}")
     _ingest(store, records, carried=True)
-    stored = _stored(store, trace)
-    assert stored == _whole(trace, records)
-    cut_journeys = {k[2] for k in stored if k[1] == "call-3" and k[2]}
-    assert cut_journeys == {"k-req-4", *(f"k-req-{s}" for s in range(6, steps + 1))}
-    assert stored[(trace, "call-3", "k-req-6")] != sc.VERDICT_INTACT
+    _judged_with_call_3_changed_from_request_6(store, trace, records, steps)
     assert _llm_input_rows(store) == steps - 1 + (steps - 5)
