@@ -28,7 +28,7 @@ from ctxledger.verdicts import (
     judge_trace,
 )
 from ctxledger.verdicts.model import ReceivedRecord
-from ctxledger.verdicts.received import received_measurements
+from ctxledger.verdicts.received_stages import received_measurements
 
 _PREFIX = "[ctxledger]"
 

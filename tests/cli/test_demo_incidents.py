@@ -17,7 +17,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 import ctxledger
 from ctxledger.verdicts import Manifest, Measurement, Report, judge_trace, layer_name, worst
-from ctxledger.verdicts.received import received_measurements
+from ctxledger.verdicts.received_stages import received_measurements
 from ctxledger.wire import (
     is_manifest,
     is_measurement,

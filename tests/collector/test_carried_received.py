@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ctxledger import semconv as sc
-from ctxledger.verdicts.received import received_measurements
+from ctxledger.verdicts.received_stages import received_measurements
 from ctxledger.wire_received import received_attributes, stored_attributes
 from ctxledger_collector.decoded.batch import DecodedBatch
 from ctxledger_collector.derive import Derived, SourceSpan, derive_span

@@ -24,8 +24,8 @@ from ctxledger.verdicts.received import (
     KEPT,
     UNJUDGED,
     judge_received,
-    received_measurements,
 )
+from ctxledger.verdicts.received_stages import received_measurements
 from ctxledger.verdicts.vocabulary import LAYER_MODEL_SERVER
 from ctxledger.wire import InvalidSpan
 from ctxledger.wire_received import (

@@ -7,7 +7,7 @@ request: its sizes, ``kept``, no note. Such a stage is carried too, one template
 result and setting, so a long run's request costs what is new in it, not one record per
 result it re-sends; the store writes it only where it says something (as it does the
 ``llm_input`` stage it goes with). Everything else is the request's own, as
-:func:`~ctxledger.verdicts.received.received_measurements` gives it.
+:func:`~ctxledger.verdicts.received_stages.received_measurements` gives it.
 """
 
 from __future__ import annotations
@@ -18,11 +18,8 @@ from typing import Final
 from ctxledger import semconv as sc
 from ctxledger.verdicts import Manifest, Measurement
 from ctxledger.verdicts.model import ReceivedRecord
-from ctxledger.verdicts.received import (
-    KEPT,
-    CallOutcome,
-    ReceivedOutcome,
-    judge_received,
+from ctxledger.verdicts.received import KEPT, CallOutcome, ReceivedOutcome, judge_received
+from ctxledger.verdicts.received_stages import (
     outcome_measurements,
     quiet_outcome,
     result_sizes,

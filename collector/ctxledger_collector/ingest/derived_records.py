@@ -9,19 +9,18 @@ from typing import Any
 from ctxledger import semconv as sc
 from ctxledger.verdicts import Measurement
 from ctxledger.verdicts.model import ReceivedRecord
-from ctxledger.verdicts.received import received_measurements
+from ctxledger.verdicts.received_stages import received_measurements
 from ctxledger.wire_received import received_attributes, stored_attributes
 from ctxledger_collector.decoded.batch import DecodedBatch, DecodedManifest, DecodedMeasurement
 from ctxledger_collector.derive import Derived
+from ctxledger_collector.derive.stage_records import MAX_CONTENT_CHARS
 from ctxledger_collector.ingest.carried_received import received_stages
-
-#: The most content kept per derived stage when the operator opted in (as the SDK's).
-MAX_CONTENT = 65_536
 
 
 def add_derived(derived: Derived, batch: DecodedBatch, service: str | None) -> None:
     for stage in derived.stages:
-        content = {sc.CONTENT_TEXT: stage.text[:MAX_CONTENT]} if stage.text is not None else {}
+        text = stage.text
+        content = {sc.CONTENT_TEXT: text[:MAX_CONTENT_CHARS]} if text is not None else {}
         if stage.measurement.note is not None:
             content[sc.STAGE_NOTE] = stage.measurement.note
         batch.measurements.append(DecodedMeasurement(stage.measurement, content, service))

@@ -15,7 +15,6 @@ from collections.abc import Iterator
 from typing import Any, Literal
 
 from ctxledger import semconv as sc
-from ctxledger.redaction import redact_or_none
 from ctxledger.wire import (
     InvalidSpan,
     is_manifest,
@@ -35,8 +34,9 @@ from ctxledger_collector.decoded.batch import (
 )
 from ctxledger_collector.decoded.rejection_codes import Rejection
 from ctxledger_collector.derive import derive_span, may_derive
+from ctxledger_collector.derive.stage_records import kept_content
 from ctxledger_collector.ingest.body_files import BodyFiles
-from ctxledger_collector.ingest.derived_records import MAX_CONTENT, add_derived, add_received
+from ctxledger_collector.ingest.derived_records import add_derived, add_received
 from ctxledger_collector.ingest.log_decode import NO_BODY_FILES, log_chunks
 from ctxledger_collector.ingest.media_types import JSON_TYPE, PROTOBUF, by_media_type
 from ctxledger_collector.ingest.otlp_json import json_spans
@@ -93,7 +93,7 @@ def redacted_content(attrs: dict[str, Any]) -> dict[str, Any]:
     if text is None:
         return attrs
     kept = {k: v for k, v in attrs.items() if k != sc.CONTENT_TEXT}
-    masked = redact_or_none(text, MAX_CONTENT) if isinstance(text, str) else None
+    masked = kept_content(text) if isinstance(text, str) else None
     if masked is not None:
         kept[sc.CONTENT_TEXT] = masked
     return kept
