@@ -13,6 +13,7 @@ from sqlalchemy import delete
 from sqlalchemy.orm import Session
 
 from ctxledger.verdicts import Report
+from ctxledger_collector.alerts.alerted import notified_results, stored_events
 from ctxledger_collector.alerts.context import AlertContext
 from ctxledger_collector.alerts.groups import (
     insert_for,
@@ -22,7 +23,6 @@ from ctxledger_collector.alerts.groups import (
 )
 from ctxledger_collector.alerts.match import matching_rules
 from ctxledger_collector.storage.alert_tables import ALERT_EVENTS
-from ctxledger_collector.storage.statements import Statements
 
 __all__ = ["AlertContext", "record_events"]
 
@@ -81,7 +81,7 @@ def record_events(
     wanted = {key: event for key, event in wanted.items() if key not in notified}
     # A result alerted (and notified) at one journey is not alerted again at another:
     # out of order, a later request's journey may have looked first lost for a while.
-    alerted = _notified_results(session, {key[:3] for key in wanted})
+    alerted = notified_results(session, {key[:3] for key in wanted})
     wanted = {key: event for key, event in wanted.items() if key[:3] not in alerted}
     withdrawn = [
         row
@@ -98,7 +98,12 @@ def record_events(
         else:
             locked_group(session, group)
     if withdrawn:
-        session.execute(delete(ALERT_EVENTS).where(columns.id.in_([r.id for r in withdrawn])))
+        # Another replica may have notified one since it was read: notified events stay.
+        session.execute(
+            delete(ALERT_EVENTS).where(
+                columns.id.in_([r.id for r in withdrawn]), columns.batch_id.is_(None)
+            )
+        )
     if not wanted:
         return 0
     stmt = insert_for(dialect)(ALERT_EVENTS)
@@ -140,24 +145,9 @@ class _StoredEvent(NamedTuple):
     request_key: str
 
 
-def _stored_events(
-    session: Session,
-    columns: Sequence[str],
-    key: Sequence[str],
-    keys: Sequence[tuple[str, ...]],
-    index: str,
-) -> list[Sequence[Any]]:
-    """``columns`` of the stored events whose ``key`` is one of ``keys``: one statement
-    joining the keys to ``index``, as ingest reads its own rows."""
-    connection = session.connection()
-    return Statements(connection.dialect.name).select_keys(
-        connection, ALERT_EVENTS, columns, key, keys, index=index
-    )
-
-
 def _events_of_journeys(session: Session, journeys: Sequence[JourneyKey]) -> list[_StoredEvent]:
     """The stored events of these (trace, call, request key) journeys, of every rule."""
-    rows = _stored_events(
+    rows = stored_events(
         session,
         _StoredEvent._fields,
         ("trace_id", "tool_call_id", "request_key"),
@@ -165,17 +155,3 @@ def _events_of_journeys(session: Session, journeys: Sequence[JourneyKey]) -> lis
         "ix_alert_events_result",
     )
     return [_StoredEvent(*row) for row in rows]
-
-
-def _notified_results(
-    session: Session, results: set[tuple[str, str, str]]
-) -> set[tuple[str, str, str]]:
-    """Which of the (rule, trace, call) results already have a notified event."""
-    rows = _stored_events(
-        session,
-        ("rule", "trace_id", "tool_call_id", "batch_id"),
-        ("rule", "trace_id", "tool_call_id"),
-        sorted(results),
-        "ix_alert_events_journey",
-    )
-    return {(rule, trace_id, call_id) for rule, trace_id, call_id, batch_id in rows if batch_id}

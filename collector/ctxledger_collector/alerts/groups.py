@@ -7,7 +7,8 @@ most once per group window and resolved once it has been quiet long enough.
 * ``resolve_quiet_groups`` sends "resolved" for a firing group without new events.
 
 Every decision about a group is taken with its row locked (``SELECT … FOR UPDATE`` on
-PostgreSQL; SQLite writers are serialised), so two collectors never notify a group twice.
+PostgreSQL; SQLite writers are serialised), so two collectors never notify a group twice,
+nor a result twice (``ctxledger_collector.alerts.alerted``).
 """
 
 from __future__ import annotations
@@ -15,10 +16,11 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from sqlalchemy import Engine, and_, insert, or_, select, update
+from sqlalchemy import Engine, and_, delete, insert, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
+from ctxledger_collector.alerts.alerted import superseded_events
 from ctxledger_collector.alerts.context import AlertContext, GroupKey
 from ctxledger_collector.alerts.payload import build_payload
 from ctxledger_collector.storage.alert_tables import ALERT_EVENTS, ALERT_GROUPS, NOTIFICATIONS
@@ -130,7 +132,13 @@ def notify_group_if_due(session: Session, key: GroupKey, context: AlertContext, 
     )
     if not pending:
         return False
-    events = [dict(e) for e in pending]
+    candidates = [dict(e) for e in pending]
+    superseded = superseded_events(session, candidates)
+    if superseded:
+        session.execute(delete(ALERT_EVENTS).where(ALERT_EVENTS.c.id.in_(sorted(superseded))))
+    events = [e for e in candidates if e["id"] not in superseded]
+    if not events:
+        return False
     start = group.last_notified_at or min(e["created_at"] for e in events)
     batch_id = _enqueue(session, key, "firing", group.severity, events, start, context, now)
     session.execute(
