@@ -1,9 +1,11 @@
 """The fast token counters: Rust implementations of the same byte-pair encodings as
 tiktoken, used only where they give tiktoken's count.
 
-Two backends, tried in this order: fastokens (:mod:`ctxledger._fastokens`, PCRE2's JIT
-for the pre-tokenization, the fastest here) and bpe-openai (:mod:`ctxledger._bpe_openai`,
-about twice as fast as tiktoken). tiktoken stays the reference.
+Two backends: fastokens (:mod:`ctxledger._fastokens`, PCRE2's JIT for the
+pre-tokenization, the fastest here, slow to load) and bpe-openai
+(:mod:`ctxledger._bpe_openai`, about twice as fast as tiktoken, quick to load). By default
+bpe-openai counts first and fastokens takes over once the process has counted enough
+(:mod:`ctxledger._upgrading_counter`). tiktoken stays the reference.
 ``tests/sdk/test_token_equivalence.py`` compares every backend with it on a generated
 corpus of both encodings (no class of input disagreed, so none is routed to tiktoken). At
 run time a backend is used only after it has reproduced tiktoken's counts of
@@ -25,6 +27,7 @@ from dataclasses import dataclass
 from importlib import metadata
 
 from ctxledger import _bpe_openai, _fastokens
+from ctxledger._upgrading_counter import ExactCounter, UpgradingCounter
 
 logger = logging.getLogger("ctxledger")
 
@@ -113,10 +116,10 @@ class Backend:
     load: Callable[[str], CountFunction | None]
 
 
-BACKENDS: tuple[Backend, ...] = (
-    Backend("fastokens", _fastokens.load_count),
-    Backend("bpe-openai", _bpe_openai_count),
-)
+FASTEST = Backend("fastokens", _fastokens.load_count)
+QUICKEST_TO_LOAD = Backend("bpe-openai", _bpe_openai_count)
+#: In the order ``CTXLEDGER_TOKEN_COUNTER`` names them: the fastest first.
+BACKENDS: tuple[Backend, ...] = (FASTEST, QUICKEST_TO_LOAD)
 
 
 def _matches_probes(counter: FastCounter, backend_encoding: str) -> bool:
@@ -163,9 +166,10 @@ def load_fast_counter(encoding: str, backends: Sequence[Backend] = BACKENDS) -> 
 
 
 #: Names the fast counter to use (``fastokens``, ``bpe-openai``), or ``tiktoken`` for
-#: none; ``auto`` (the default) takes the first backend that works. A process-wide choice,
-#: read once: fastokens needs more than twice bpe-openai's memory (~160 against ~70 MiB
-#: for o200k_base) and takes longer to load (~1.5 against ~0.3 s).
+#: none; ``auto`` (the default) counts with bpe-openai, then fastokens once the process
+#: has counted enough (either alone where the other does not work). A process-wide
+#: choice, read once: fastokens needs more than twice bpe-openai's memory (~160 against
+#: ~70 MiB for o200k_base) and takes longer to load (~1.5 against ~0.1 s).
 COUNTER_VARIABLE = "CTXLEDGER_TOKEN_COUNTER"
 
 
@@ -192,10 +196,10 @@ def wanted_backends() -> tuple[Backend, ...]:
 
 
 _lock = threading.Lock()
-_counters: dict[str, FastCounter | None] = {}
+_counters: dict[str, ExactCounter | None] = {}
 
 
-def fast_counter(encoding: str) -> FastCounter | None:
+def fast_counter(encoding: str) -> ExactCounter | None:
     """The fast counter of ``encoding``, chosen once per process and shared by the
     encodings with the same ordinary counts (o200k_harmony, o200k_base); None when no
     backend is installed, knows the encoding and counts as tiktoken does (tiktoken counts
@@ -205,5 +209,19 @@ def fast_counter(encoding: str) -> FastCounter | None:
         return None
     with _lock:
         if backend_encoding not in _counters:
-            _counters[backend_encoding] = load_fast_counter(backend_encoding, wanted_backends())
+            _counters[backend_encoding] = _load(backend_encoding, wanted_backends())
         return _counters[backend_encoding]
+
+
+def _load(backend_encoding: str, backends: tuple[Backend, ...]) -> ExactCounter | None:
+    """With every backend allowed (``auto``): the one quickest to load, moving to the
+    fastest once the process has counted enough (:mod:`ctxledger._upgrading_counter`);
+    else the first of ``backends`` that works."""
+    if backends != BACKENDS:
+        return load_fast_counter(backend_encoding, backends)
+    first = load_fast_counter(backend_encoding, (QUICKEST_TO_LOAD,))
+    if first is None:
+        return load_fast_counter(backend_encoding, BACKENDS)
+    if not _fastokens.installed():
+        return first
+    return UpgradingCounter(first, lambda: load_fast_counter(backend_encoding, (FASTEST,)))

@@ -28,7 +28,7 @@ from ctxledger._fast_counter import (
     fast_counter,
     load_fast_counter,
 )
-from ctxledger._tokens import TokenCounter, counting_for
+from ctxledger._tokens import TokenCounter
 
 pytestmark = requires_bpe_openai
 
@@ -226,17 +226,6 @@ def _large_texts() -> list[str]:
         texts.append("".join(parts)[:target])
     texts += [" " * 200_000, "\n" * 100_000, "1234567890" * 30_000, "a" * 100_000, "中" * 300_000]
     return texts
-
-
-def test_the_sdk_counts_with_the_fastest_counter_here():
-    """The SDK uses fastokens, the first backend; the equivalence below is of every
-    backend, so the one the SDK falls back to is covered too."""
-    for encoding in (*ENCODINGS, "o200k_harmony"):
-        fast = fast_counter(encoding)
-        assert fast is not None
-        assert fast.backend == "fastokens"
-        assert counting_for(encoding) == (encoding, fast.count)
-    assert fast_counter("o200k_harmony") is fast_counter("o200k_base")  # loaded once
 
 
 @pytest.mark.parametrize("backend", BACKEND_NAMES)

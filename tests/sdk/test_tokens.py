@@ -320,12 +320,12 @@ print(json.dumps({
 @pytest.mark.parametrize(
     ("choice", "backend"),
     [
-        (None, "fastokens"),
-        ("auto", "fastokens"),
+        (None, "bpe-openai"),  # fastokens only once the process has counted enough
+        ("auto", "bpe-openai"),
         ("fastokens", "fastokens"),
         ("BPE-OpenAI", "bpe-openai"),
         ("tiktoken", None),
-        ("sentencepiece", "fastokens"),
+        ("sentencepiece", "bpe-openai"),
     ],
 )
 def test_ctxledger_token_counter_chooses_the_counter(choice, backend):
