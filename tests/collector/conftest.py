@@ -45,13 +45,17 @@ def postgres_url() -> Iterator[str]:
         yield url
 
 
+def _migrated_engine(url: str) -> Iterator[Engine]:
+    upgrade(url)
+    engine = make_engine(url)
+    yield engine
+    engine.dispose()
+
+
 @pytest.fixture
 def postgres_engine(postgres_url: str) -> Iterator[Engine]:
     """An engine on a fresh, migrated PostgreSQL database."""
-    upgrade(postgres_url)
-    engine = make_engine(postgres_url)
-    yield engine
-    engine.dispose()
+    yield from _migrated_engine(postgres_url)
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -61,6 +65,12 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
         return f"sqlite:///{tmp_path / 'ctxledger.db'}"
     url: str = request.getfixturevalue("postgres_url")
     return url
+
+
+@pytest.fixture
+def database_engine(database_url: str) -> Iterator[Engine]:
+    """An engine on a migrated database of the `dialect` fixture."""
+    yield from _migrated_engine(database_url)
 
 
 @pytest.fixture

@@ -10,10 +10,8 @@ counted a result twice in CI).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
 from sqlalchemy import Engine, event, insert, select
 from sqlalchemy.orm import Session
 
@@ -24,7 +22,6 @@ from ctxledger_collector.alerts.events import AlertContext, record_events
 from ctxledger_collector.alerts.groups import flush_due_groups
 from ctxledger_collector.storage.alert_tables import ALERT_EVENTS, NOTIFICATIONS
 from ctxledger_collector.storage.database import make_engine
-from ctxledger_collector.storage.migrate import upgrade
 
 TRACE = "ab" * 16
 CONTEXT = AlertContext(config=default_config(), dashboard_url=None, settle_s=5.0)
@@ -60,25 +57,10 @@ def _notified(engine: Engine) -> list[tuple[str, str | None]]:
     )
 
 
-@pytest.fixture
-def engine(database_url: str) -> Iterator[Engine]:
-    upgrade(database_url)
-    engine = make_engine(database_url)
-    yield engine
-    engine.dispose()
-
-
-@pytest.fixture
-def pg_engine(postgres_url: str) -> Iterator[Engine]:
-    upgrade(postgres_url)
-    engine = make_engine(postgres_url)
-    yield engine
-    engine.dispose()
-
-
 def test_a_result_notified_by_one_replica_is_not_notified_again_by_the_other(
-    pg_engine: Engine,
+    postgres_engine: Engine,
 ) -> None:
+    pg_engine = postgres_engine
     # Request 2's journey looked first lost and its event is pending.
     _record(pg_engine, [_lost_at("req_2", step=2)], now=1.0, missing=set())
 
@@ -109,8 +91,9 @@ def test_a_result_notified_by_one_replica_is_not_notified_again_by_the_other(
 
 
 def test_of_two_pending_journeys_of_a_result_the_earliest_step_is_notified(
-    engine: Engine,
+    database_engine: Engine,
 ) -> None:
+    engine = database_engine
     # Both replicas wrote their journey's event, neither seeing the other's.
     base = {
         "rule": "silent-dropped-orphaned",

@@ -164,11 +164,29 @@ def test_the_spool_on_its_own_disk_takes_the_spell_and_drains_while_ingest_goes_
         posted: set[str] = set()
 
         def post(journeys: int) -> int:
+            return answer_past_busy(journeys).status_code
+
+        def answer_past_busy(journeys: int) -> httpx.Response:
+            """The answer to an export, sent again (as an exporter does) while it is
+            refused as busy: the load's exports may hold every slot as a disk turns
+            read-only. Other answers are the test's to check."""
             batch = make_batch(journeys)
-            status = _post(collector.url, encode_spans(batch.spans).SerializeToString())
-            if status == 200:
+            body = encode_spans(batch.spans).SerializeToString()
+            deadline = time.monotonic() + 30
+            while True:
+                answer = httpx.post(
+                    collector.url + "/v1/traces",
+                    content=body,
+                    headers={"content-type": "application/x-protobuf"},
+                    timeout=30,
+                )
+                busy = answer.status_code == 503 and b"ingest is busy" in answer.content
+                if not busy or time.monotonic() > deadline:
+                    break
+                time.sleep(0.5)
+            if answer.status_code == 200:
                 posted.update(batch.ids)
-            return status
+            return answer
 
         def spooled(outcome: str) -> float:
             return metric(collector.url, "ctxledger_ingest_spooled_total", outcome=outcome)
@@ -176,11 +194,14 @@ def test_the_spool_on_its_own_disk_takes_the_spell_and_drains_while_ingest_goes_
         try:
             load.wait_for_exports(4)
             db_disk.read_only()
-            assert post(2) == 200  # kept in the spool
+            answer = answer_past_busy(2)
+            assert answer.status_code == 200, answer.content  # kept in the spool
             wait_until(lambda: spooled("kept") >= 2, 30, "exports kept in the spool")
 
             spool_disk.read_only()
-            assert post(2) == 503  # neither disk can take it: the exporter retries
+            answer = answer_past_busy(2)  # neither disk can take it: the exporter retries
+            assert answer.status_code == 503, answer.content
+            assert b"the spool cannot be written" in answer.content, answer.content
             assert spooled("failed") >= 1
 
             spool_disk.writable()
