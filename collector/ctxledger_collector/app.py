@@ -13,6 +13,7 @@ from fastapi_offline import FastAPIOffline
 from starlette.concurrency import run_in_threadpool
 
 from ctxledger.__about__ import __version__
+from ctxledger.text import count_with_the_fastest_counter
 from ctxledger_collector.alerts.config import default_config, load_alerts_config
 from ctxledger_collector.alerts.delivery import DeliveryWorker
 from ctxledger_collector.alerts.events import AlertContext
@@ -122,6 +123,7 @@ def create_app(settings: Settings | None = None, exit_deadline_s: float | None =
     hears SIGTERM and SIGINT, so that an export it cannot finish before the shutdown
     timeout is answered 503 (:mod:`.shutdown_drain`)."""
     settings = settings or Settings()
+    count_with_the_fastest_counter()  # a collector counts far past an agent's needs
     alerts = load_alerts(settings)
     engine = make_engine(settings.database_url, sqlite_synchronous=settings.sqlite_synchronous)
     metrics = CollectorMetrics(engine, label_cap=alerts.config.label_cap)

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from importlib import metadata
 
 from ctxledger import _bpe_openai, _fastokens
-from ctxledger._upgrading_counter import ExactCounter, UpgradingCounter
+from ctxledger._upgrading_counter import UPGRADE_AFTER_CHARS, ExactCounter, UpgradingCounter
 
 logger = logging.getLogger("ctxledger")
 
@@ -197,6 +197,20 @@ def wanted_backends() -> tuple[Backend, ...]:
 
 _lock = threading.Lock()
 _counters: dict[str, ExactCounter | None] = {}
+_upgrade_after_chars = UPGRADE_AFTER_CHARS
+
+
+def prefer_fastest() -> None:
+    """For a long-lived process that counts much (the collector): under ``auto``, load
+    the fastest counter at each encoding's first count rather than after
+    :data:`UPGRADE_AFTER_CHARS` (the quicker one answers while it loads)."""
+    global _upgrade_after_chars
+    with _lock:
+        _upgrade_after_chars = 0
+        loaded = list(_counters.values())
+    for counter in loaded:
+        if isinstance(counter, UpgradingCounter):
+            counter.upgrade_now()
 
 
 def fast_counter(encoding: str) -> ExactCounter | None:
@@ -224,4 +238,6 @@ def _load(backend_encoding: str, backends: tuple[Backend, ...]) -> ExactCounter 
         return load_fast_counter(backend_encoding, BACKENDS)
     if not _fastokens.installed():
         return first
-    return UpgradingCounter(first, lambda: load_fast_counter(backend_encoding, (FASTEST,)))
+    return UpgradingCounter(
+        first, lambda: load_fast_counter(backend_encoding, (FASTEST,)), _upgrade_after_chars
+    )

@@ -13,8 +13,15 @@ from __future__ import annotations
 from ctxledger._analysis import TextAnalyzer, TextMeasurement
 from ctxledger._canonical import canonical_json
 from ctxledger._encodings import encoding_name_for
+from ctxledger._fast_counter import prefer_fastest
 
-__all__ = ["TextMeasurement", "canonical_json", "encoding_for_model", "measure_text"]
+__all__ = [
+    "TextMeasurement",
+    "canonical_json",
+    "count_with_the_fastest_counter",
+    "encoding_for_model",
+    "measure_text",
+]
 
 _ANALYZER = TextAnalyzer(cache_size=4096)
 
@@ -29,3 +36,11 @@ def measure_text(text: str, *, model: str | None = None) -> TextMeasurement:
     """Everything the SDK measures of ``text``, tokens counted for ``model``.
     ``TextMeasurement.tokenizer`` names the encoding that actually counted."""
     return _ANALYZER.measure(text, encoding_name_for(model))
+
+
+def count_with_the_fastest_counter() -> None:
+    """For a long-lived process that counts much (the collector): load the fastest exact
+    counter at each encoding's first count, not once the process has counted 32 Mi chars
+    as an agent does (the quicker counter answers while it loads; the counts are the
+    same)."""
+    prefer_fastest()

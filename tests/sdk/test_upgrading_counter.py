@@ -156,3 +156,57 @@ def test_a_process_that_counts_enough_moves_to_fastokens() -> None:
         "before": ["bpe-openai", expected, False],
         "after": ["fastokens", expected],
     }
+
+
+# The collector's setting: the fastest counter loads at the first count (and at once for
+# a counter already counting); the quicker one answers meanwhile.
+COLLECTOR_PROCESS = """
+import json, sys
+from ctxledger._fast_counter import fast_counter
+from ctxledger._tokens import counting_for
+from ctxledger.text import count_with_the_fastest_counter
+text = sys.argv[1]
+name, count = counting_for("cl100k_base")  # counting before the setting
+first = (fast_counter("cl100k_base").backend, count(text))
+if sys.argv[2] == "app":
+    from ctxledger_collector.app import create_app
+    from ctxledger_collector.ops.settings import Settings
+    create_app(Settings(database_url=sys.argv[3]))
+else:
+    count_with_the_fastest_counter()
+name, later = counting_for("o200k_base")  # its first count starts the load
+later(text)
+counters = [fast_counter(e) for e in ("cl100k_base", "o200k_base")]
+for counter in counters:
+    counter.upgraded.wait(60)
+print(json.dumps({
+    "first": first,
+    "then": [(c.backend, c.count(text)) for c in counters],
+}))
+"""
+
+
+@pytest.mark.parametrize("how", ["function", "app"])
+def test_a_collector_counts_with_fastokens_from_its_first_count(how: str, tmp_path: Path) -> None:
+    text = "检索返回了 50 条，上下文里只剩 20 条。" * 20
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            COLLECTOR_PROCESS,
+            text,
+            how,
+            f"sqlite:///{tmp_path / 'ctxledger.db'}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": f"{ROOT / 'sdk'}:{ROOT / 'collector'}"},
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    cl100k, o200k = reference_count(text, "cl100k_base"), reference_count(text, "o200k_base")
+    assert json.loads(done.stdout) == {
+        "first": ["bpe-openai", cl100k],
+        "then": [["fastokens", cl100k], ["fastokens", o200k]],
+    }
