@@ -119,6 +119,9 @@ def ingest(store: Store, batches: Batches, now: float) -> set[str]:
     return traces
 
 
+_TEMPLATES: dict[Measurement, Measurement] = {}
+
+
 def as_derivation_gives(
     ms: list[Measurement], mans: list[Manifest], every: int = 2
 ) -> DecodedBatch:
@@ -138,6 +141,8 @@ def as_derivation_gives(
             and carried_stage(m, manifest) == m
         ):
             earlier = replace(m, request_id="earlier", step=1, observed_at=1.0, span_id="e" * 16)
+            # Derivation hands each request the very same object as the request before.
+            earlier = _TEMPLATES.setdefault(earlier, earlier)
             carried[(m.trace_id, manifest.request_id)].append(earlier)
         else:
             stages.append(DecodedMeasurement(m, {}, None))
@@ -155,6 +160,22 @@ def as_derivation_gives(
 def test_the_store_judges_like_the_whole_set(store: Store, batches: Batches) -> None:
     batches = fresh_traces(batches)
     traces = ingest(store, batches, NOW)
+    assert stored_verdicts(store, traces) == expected_verdicts(batches, NOW)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(batched_traces())
+def test_the_store_judges_like_the_whole_set_with_every_re_send_carried(
+    store: Store, batches: Batches
+) -> None:
+    """Every stage a request re-sends handed over on its manifest, the same objects from
+    request to request: each request's re-sends judged from the request before it where
+    they can be (:mod:`~ctxledger_collector.judge.quiet_runs`)."""
+    batches = fresh_traces(batches)
+    traces: set[str] = set()
+    for ms, mans in batches:
+        traces |= {m.trace_id for m in ms} | {m.trace_id for m in mans}
+        store.ingest(as_derivation_gives(ms, mans, every=1), now=NOW)
     assert stored_verdicts(store, traces) == expected_verdicts(batches, NOW)
 
 

@@ -31,7 +31,7 @@ from ctxledger_collector.decoded.rejection_codes import DATABASE_REFUSED, Reject
 from ctxledger_collector.judge.call_records import write_issuers, write_origins
 from ctxledger_collector.judge.compaction import compaction_stages, write_compaction_stages
 from ctxledger_collector.judge.lost_results import mark_first_losses
-from ctxledger_collector.judge.quiet_resends import FollowedCalls, without_quiet_resends
+from ctxledger_collector.judge.quiet_resends import ResendMemory, without_quiet_resends
 from ctxledger_collector.judge.tool_matching import match_tools
 from ctxledger_collector.judge.trace_state import SqlTraceState
 from ctxledger_collector.storage.database import is_storage_outage
@@ -102,7 +102,7 @@ class Store:
         self.alerts = alerts
         self.dialect = engine.dialect.name
         self.sql = Statements(self.dialect)
-        self.followed = FollowedCalls()  # where each call's first journey is, once known
+        self.resends = ResendMemory()  # what tells quiet re-sends, kept between batches
         # SQLite has one writer at a time. Threads of this process queue here, and the next
         # starts the moment the last commits; queued on the database lock instead, they
         # would sleep in SQLite's busy handler's growing steps (up to 100 ms) after it is free.
@@ -143,7 +143,7 @@ class Store:
             lists.store(connection, self.sql)  # the manifests' lists, read back just below
             compacted = compaction_stages(state, [i.manifest for i in batch.manifests], replaced)
             decoded = [*batch.measurements, *inferred]
-            decoded, quiet = without_quiet_resends(state, decoded, batch.manifests, self.followed)
+            decoded, quiet = without_quiet_resends(state, decoded, batch.manifests, self.resends)
             chosen = preferred_copies(
                 (
                     (measurement_row(i, run_ids[i.measurement.trace_id], lists), i.measurement)

@@ -32,6 +32,7 @@ from __future__ import annotations
 import dataclasses
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -51,6 +52,8 @@ JourneyKey = tuple[str, str, str]
 PositionKey = tuple[str, str, int]
 #: (trace id, conversation key, lowest position or None for no bound, position above)
 PositionRange = tuple[str, str, int | None, int]
+#: Per request, the calls whose stages in it a store left unwritten (quiet re-sends).
+UnwrittenCalls = Mapping[RequestKey, AbstractSet[str]]
 
 
 class TraceState(Protocol):
@@ -128,6 +131,9 @@ class RejudgePlan:
         return self.whole | set(self.journeys)
 
 
+_NO_CALLS: frozenset[str] = frozenset()
+
+
 def _bears_on_others(m: Manifest) -> tuple[object, ...]:
     """What a manifest says that other requests' journeys depend on."""
     return (m.position, m.conversation_key, m.tool_call_ids, m.tool_calls, m.issued_calls)
@@ -143,13 +149,13 @@ def plan_rejudging(
     manifests: Iterable[Manifest],
     state: TraceState,
     replaced: Mapping[RequestKey, Manifest] | None = None,
-    unwritten: Collection[JourneyKey] = frozenset(),
+    unwritten: UnwrittenCalls | None = None,
 ) -> RejudgePlan:
     """The journeys a stored batch can change. ``replaced`` holds the manifests the
     store held for the batch's requests before the batch (read before storing it);
-    ``unwritten`` the quiet re-sends it left unwritten (:mod:`.resends`), which have no
-    journey, now or later: a long run's request lists every result before it, and only
-    what it changed is judged."""
+    ``unwritten`` per request the calls whose quiet re-sends it left unwritten
+    (:mod:`.resends`), which have no journey, now or later: a long run's request lists
+    every result before it, and only what it changed is judged."""
     plan = RejudgePlan()
     for m in measurements:
         if m.request_id is None:
@@ -164,9 +170,9 @@ def plan_rejudging(
     blind_traces: set[str] = set()
     for man in batch_manifests:
         key = (man.trace_id, man.request_id)
-        for call_id in (*man.tool_call_ids, *(man.tool_calls or ())):
-            if (man.trace_id, call_id, man.request_id) not in unwritten:
-                plan.add_journey(man.trace_id, call_id, man.request_id)
+        listed = dict.fromkeys((*man.tool_call_ids, *(man.tool_calls or ()))).keys()
+        for call_id in listed - (unwritten or {}).get(key, _NO_CALLS):
+            plan.add_journey(man.trace_id, call_id, man.request_id)
         for call_id in judged_in.get(key, ()):
             plan.add_journey(man.trace_id, call_id, man.request_id)
         plan.whole.update((man.trace_id, c) for c in man.issued_calls or ())
