@@ -8,6 +8,7 @@ import contextlib
 import functools
 from collections.abc import Callable
 from dataclasses import replace
+from operator import attrgetter
 from typing import Any
 
 from ctxledger import semconv as sc
@@ -103,15 +104,19 @@ def read_genai(span: SourceSpan, prefixes: ParsedPrefixes | None = None) -> tupl
     return exchange, sc.SOURCE_GENAI
 
 
+_UNCAPTURED = attrgetter("uncaptured")
+
+
 def _name_the_setting(span: SourceSpan, messages: list[Message]) -> list[Message]:
     """Results whose parts carry no value: say which setting of the emitter records it.
     New messages where they change: parsed messages may be shared with later requests."""
-    if not any(r.cut == VALUE_NOT_CAPTURED for m in messages for r in m.results):
+    if not any(map(_UNCAPTURED, messages)):
         return messages
     why = cuts.no_content("tool_call_response value", span.scope_name, span.attributes)
     return [
-        replace(m, results=[replace(r, cut=why) if r.cut == VALUE_NOT_CAPTURED else r
-                            for r in m.results])
+        replace(m, uncaptured=False,
+                results=[replace(r, cut=why) if r.cut == VALUE_NOT_CAPTURED else r
+                         for r in m.results])
         for m in messages
     ]  # fmt: skip
 

@@ -45,6 +45,9 @@ class Message:
     results: list[ToolResult] = field(default_factory=list)
     #: The compaction a part of the message stands for (:mod:`.compaction`), if any.
     compaction: str | None = None
+    #: A result part carries no value (``VALUE_NOT_CAPTURED``): a flag, so that a long
+    #: run's request need not look through every result it carries.
+    uncaptured: bool = False
     memo: dict[str, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
     """What derivation learned of the input this message ends, kept with it: a later
     request of the run extends the same parsed messages. Not part of its value."""
@@ -105,6 +108,7 @@ def _parts_message(raw: dict[str, Any]) -> Message:
             key = next((k for k in sc.GEN_AI_TOOL_RESPONSE_KEYS if k in part), None)
             if key is None:  # content capture off: the part says only which call it answers
                 message.results.append(ToolResult(_id(part.get("id")), "", VALUE_NOT_CAPTURED))
+                message.uncaptured = True
             else:
                 message.results.append(ToolResult(_id(part.get("id")), as_text(part[key])))
         elif kind == sc.GEN_AI_PART_COMPACTION and message.compaction is None:

@@ -37,8 +37,8 @@ from ctxledger_collector.derive.compaction import declared_compaction
 from ctxledger_collector.derive.input_reads import (
     InputRead,
     earlier_read,
+    input_facts,
     keep_read,
-    read_messages,
 )
 from ctxledger_collector.derive.messages import Exchange, Message, ToolResult
 from ctxledger_collector.derive.spans import SourceSpan
@@ -102,10 +102,6 @@ def conversation_of(span: SourceSpan, exchange: Exchange) -> str:
     return hashlib.sha256(orjson.dumps(opening)).hexdigest()[:32]
 
 
-def _unique(ids: list[str]) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(ids))
-
-
 def request_records(
     span: SourceSpan,
     exchange: Exchange,
@@ -128,15 +124,15 @@ def request_records(
         carry_into = None
     setting = (model, span.trace_id, source, agent, frozenset(exchange.cut_lengths))
     earlier = earlier_read(inputs, setting) if carry_into is not None else None
-    calls, results, assistants = read_messages(inputs[earlier.length :] if earlier else inputs)
-    new_results = results
     if earlier is not None and carry_into is not None:
-        calls, results = earlier.calls + calls, earlier.results + results
-        assistants += earlier.assistants
+        facts = input_facts(inputs[earlier.length :], earlier.facts)
+        new_results = facts.results[len(earlier.facts.results) :]
         carry_into.extend(earlier.stages)
-    names = {c.id: c.name for c in calls}
+    else:
+        facts = input_facts(inputs, None)
+        new_results = facts.results
     whole = exchange.input is not None and exchange.input_cut is None
-    step = 1 + assistants if whole else None
+    step = 1 + facts.assistants if whole else None
     issued_calls = [c for m in exchange.output or () for c in m.calls if c.id]
     issued: tuple[str, ...] | None = tuple(c.id for c in issued_calls if c.id)
     if exchange.output is None and exchange.output_cut is None and not span.failed:
@@ -145,8 +141,8 @@ def request_records(
         trace_id=span.trace_id,
         request_id=request_id,
         step=step,
-        tool_call_ids=_unique([r.id for r in results if r.id]),
-        tool_calls=_unique([c.id for c in calls if c.id]) if exchange.input is not None else None,
+        tool_call_ids=facts.result_ids,
+        tool_calls=facts.call_ids if exchange.input is not None else None,
         tokens=reported_input_tokens(span),
         model=model,
         context_window=context_window_for_model(model),
@@ -158,7 +154,7 @@ def request_records(
         sequence=span.started_us,
         issued_calls=issued,
         telemetry_cut=exchange.input_cut,
-        compaction=declared_compaction(span.attributes, (m.compaction for m in inputs)),
+        compaction=declared_compaction(span.attributes, (facts.compaction,)),
     )
     stages: list[DerivedStage] = []
     each_stage = list(earlier.stages) if earlier is not None else []
@@ -171,7 +167,7 @@ def request_records(
             if cuts.looks_cut(measured.chars, exchange.cut_lengths)
             else None
         )
-        tool_name = names.get(result.id)
+        tool_name = facts.names.get(result.id)
         same = (model, span.trace_id, source, tool_name, agent, cut)
         if known.staged is not None and known.staged[0] == same:
             each_stage.append(known.staged[1])
@@ -196,7 +192,7 @@ def request_records(
             each_stage.append(stage)
         stages.append(DerivedStage(stage, kept_content(result.text) if keep_content else None))
     if carry_into is not None and inputs:
-        read = InputRead(len(inputs), inputs[0], setting, calls, results, assistants, each_stage)
+        read = InputRead(len(inputs), inputs[0], setting, facts, each_stage)
         keep_read(inputs, read, earlier)
 
     signatures = [
