@@ -102,6 +102,7 @@ def test_a_growing_run_carries_the_received_stages_of_results_read_whole(shortfa
         {"role": "user", "parts": [{"type": "text", "content": "go"}]}
     ]
     templates: dict[str, object] = {}
+    previous: tuple[object, ...] = ()
     for index in range(8):
         messages += step_messages(index, "订单状态 " * 200, captured=True)
         span = chat_span(index, json.dumps(messages, ensure_ascii=False), "conv-1")
@@ -123,3 +124,12 @@ def test_a_growing_run_carries_the_received_stages_of_results_read_whole(shortfa
         assert len(carried) == index
         for template in carried:
             assert templates.setdefault(template.tool_call_id, template) is template
+        # Each result's received stage right after its llm_input stage: the request's
+        # carried stages begin with the request's before it (judge/quiet_runs.py).
+        assert [(t.tool_call_id, t.stage) for t in manifest.carried] == [
+            (t.tool_call_id, stage)
+            for t in carried
+            for stage in (sc.STAGE_LLM_INPUT, sc.STAGE_RECEIVED)
+        ]
+        assert manifest.carried[: len(previous)] == previous
+        previous = manifest.carried

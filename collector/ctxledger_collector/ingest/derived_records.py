@@ -4,6 +4,8 @@ measurement per tool result of a request whose server reported what it read."""
 
 from __future__ import annotations
 
+from itertools import chain
+from operator import attrgetter
 from typing import Any
 
 from ctxledger import semconv as sc
@@ -33,13 +35,29 @@ def add_derived(derived: Derived, batch: DecodedBatch, service: str | None) -> N
         }
         summary = received_attributes(derived.received)
         own, templates = received_stages(derived.received, sent, derived.manifest, carried)
-        carried += tuple(templates)
+        carried = with_received(carried, templates)
         for m in own:
             batch.measurements.append(DecodedMeasurement(m, stored_attributes(m, summary), service))
     if derived.manifest is not None:
         batch.manifests.append(DecodedManifest(derived.manifest, {}, service, carried, summary))
     batch.issued.extend(derived.issued)
     batch.unmatched.extend(derived.unmatched)
+
+
+_CALL = attrgetter("tool_call_id")
+
+
+def with_received(
+    carried: tuple[Measurement, ...], received: list[Measurement]
+) -> tuple[Measurement, ...]:
+    """The carried stages with their ``received`` ones: each right after its result's
+    ``llm_input`` stage where they go one for one, so that the next request's carried
+    stages begin with these (:mod:`~ctxledger_collector.judge.quiet_runs`); else after."""
+    if not received:
+        return carried
+    if list(map(_CALL, carried)) == list(map(_CALL, received)):
+        return tuple(chain.from_iterable(zip(carried, received, strict=True)))
+    return (*carried, *received)
 
 
 def add_received(
