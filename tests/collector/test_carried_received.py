@@ -20,6 +20,7 @@ from ctxledger_collector.decoded.batch import DecodedBatch
 from ctxledger_collector.derive import Derived, SourceSpan, derive_span
 from ctxledger_collector.derive.parsed_prefixes import ParsedPrefixes
 from ctxledger_collector.ingest.derived_records import add_derived
+from ctxledger_collector.ingest.received_runs import READ_REQUESTS
 from tests.collector.test_parsed_prefixes import chat_span, requests, step_messages
 
 Stages = Counter[tuple[object, ...]]
@@ -103,6 +104,7 @@ def test_a_growing_run_carries_the_received_stages_of_results_read_whole(shortfa
     ]
     templates: dict[str, object] = {}
     previous: tuple[object, ...] = ()
+    went_on: list[int] = []
     for index in range(8):
         messages += step_messages(index, "订单状态 " * 200, captured=True)
         span = chat_span(index, json.dumps(messages, ensure_ascii=False), "conv-1")
@@ -111,7 +113,9 @@ def test_a_growing_run_carries_the_received_stages_of_results_read_whole(shortfa
         derived = derive_span(span, prefixes=kept)
         assert derived is not None
         batch = DecodedBatch()
+        before = READ_REQUESTS.went_on
         add_derived(derived, batch, "svc")
+        went_on.append(READ_REQUESTS.went_on - before)
         (manifest,) = batch.manifests
         carried = [t for t in manifest.carried if t.stage == sc.STAGE_RECEIVED]
         own = [i for i in batch.measurements if i.measurement.stage == sc.STAGE_RECEIVED]
@@ -133,3 +137,6 @@ def test_a_growing_run_carries_the_received_stages_of_results_read_whole(shortfa
         ]
         assert manifest.carried[: len(previous)] == previous
         previous = manifest.carried
+    # Read whole, each request from the third on goes on from the one before
+    # (ingest/received_runs.py); part discarded, none does.
+    assert went_on == ([0] * 8 if shortfall else [0, 0, 1, 1, 1, 1, 1, 1])

@@ -20,7 +20,13 @@ from dataclasses import dataclass, replace
 
 from ctxledger import semconv as sc
 from ctxledger.verdicts.model import ReceivedRecord
-from ctxledger.verdicts.received import DEFAULT_TOLERANCE, judge_received
+from ctxledger.verdicts.received import (
+    DEFAULT_TOLERANCE,
+    KEPT,
+    judge_received,
+    reads_everything,
+)
+from ctxledger.verdicts.received_stages import quiet_outcome
 
 #: The size of the corpus the closing note cites.
 CONVERSATIONS = 3_000
@@ -224,3 +230,19 @@ def test_no_discard_is_never_a_loss_over_the_corpus() -> None:
             continue
         whole = replace(c.record, input_tokens=c.read_whole)
         assert judge_received(whole).lost == (), seed
+
+
+def test_reads_everything_only_where_the_rule_keeps_every_result_quietly() -> None:
+    """``reads_everything`` (what a long run's request is asked before one outcome per
+    result is built) implies the rule's outcome: every result kept, no reason, no note;
+    over the corpus as read and as read whole, both answers occur."""
+    answers = {True: 0, False: 0}
+    for seed in range(CONVERSATIONS):
+        c = case(seed)
+        for record in (c.record, replace(c.record, input_tokens=c.read_whole)):
+            everything = reads_everything(record)
+            answers[everything] += 1
+            if everything:
+                assert quiet_outcome(judge_received(record)), seed
+                assert {r.outcome for r in judge_received(record).results} <= {KEPT}, seed
+    assert min(answers.values()) >= CONVERSATIONS // 5, answers

@@ -30,11 +30,19 @@ def add_derived(derived: Derived, batch: DecodedBatch, service: str | None) -> N
     summary: dict[str, Any] | None = None
     if derived.received is not None:
         # What the received stages lend from these (the tool name) a carried one has too.
-        sent = derived.sent or {
-            m.tool_call_id: m for m in (*derived.carried, *(s.measurement for s in derived.stages))
-        }
+        own_stages = {s.measurement.tool_call_id: s.measurement for s in derived.stages}
+
+        def sent_stages() -> dict[str, Measurement]:
+            return derived.sent or {**{m.tool_call_id: m for m in derived.carried}, **own_stages}
+
         summary = received_attributes(derived.received)
-        own, templates = received_stages(derived.received, sent, derived.manifest, carried)
+        own, templates = received_stages(
+            derived.received,
+            sent_stages,
+            derived.manifest,
+            carried,
+            own_stages if not derived.sent else None,
+        )
         carried = with_received(carried, templates)
         for m in own:
             batch.measurements.append(DecodedMeasurement(m, stored_attributes(m, summary), service))

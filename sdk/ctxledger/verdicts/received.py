@@ -175,6 +175,24 @@ def _whole_messages(record: ReceivedRecord) -> bool:
     return record.policy == sc.POLICY_FRONT_DISCARD
 
 
+def reads_everything(
+    record: ReceivedRecord, tolerance: ReceivedTolerance = DEFAULT_TOLERANCE
+) -> bool:
+    """Whether :func:`judge_received` keeps every result of the request, with no reason
+    and no note, told without building an outcome per result (a long run's request
+    carries hundreds). False may still be such an outcome."""
+    if _no_verdict(record) is not None or record.policy == sc.POLICY_PROVIDER_EDIT:
+        return False
+    if record.policy == sc.POLICY_REFUSE:
+        return True
+    inp, counted = record.input_tokens, record.counted_tokens
+    assert inp is not None and counted is not None
+    shortfall = counted - inp
+    allowed = tolerance.tokens(counted, record.exact)
+    overhead = max(counted - sum(record.segment_tokens), 0)
+    return shortfall - allowed - overhead <= 0
+
+
 def judge_received(
     record: ReceivedRecord, tolerance: ReceivedTolerance = DEFAULT_TOLERANCE
 ) -> ReceivedOutcome:
