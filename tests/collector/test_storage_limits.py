@@ -4,6 +4,7 @@ reason; the rest of its batch is stored. Live collector on SQLite and PostgreSQL
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import orjson
@@ -190,6 +191,15 @@ def test_a_carried_stage_that_fits_stays_carried_and_one_that_does_not_is_reject
     assert [i.carried for i in bad.manifests] == [()]
     assert bad.measurements == []
     assert [(r.span_id, "NUL" in r.reason) for r in bad.rejected] == [("9" * 16, True)]
+
+    # The next request carries the same stages and one more: that one is checked too.
+    fitting = fits.manifests[0].carried
+    more = replace(
+        _carrying(fitting[0]), carried=(*fitting, _template(tool_call_id="c2", tool_name="\x00"))
+    )
+    longer = fit_to_columns(DecodedBatch(manifests=[more]))
+    assert [i.carried for i in longer.manifests] == [()]
+    assert [(r.span_id, "NUL" in r.reason) for r in longer.rejected] == [("9" * 16, True)]
 
 
 def test_a_long_service_name_cuts_the_agent_of_the_stages_a_manifest_carries() -> None:

@@ -164,14 +164,22 @@ _FITTING: dict[int, Measurement] = {}
 _FITTING_MAX = 20_000
 
 
+#: The carried stages last found to fit, by their first stage's identity: a long run's
+#: next request carries them again, then a few more. Bounded; emptied when full.
+_FITTING_RUNS: dict[int, tuple[Measurement, ...]] = {}
+
+
 def _carried_fit(item: DecodedManifest) -> bool:
     """A manifest's carried stages fit their columns as they are (the request id each
     takes from the manifest, and their own fields)."""
-    if not item.carried:
+    carried = item.carried
+    if not carried:
         return True
     if _STAGE_REQUEST_LIMIT.problem(item.manifest) is not None:
         return False
-    for template in item.carried:
+    run = _FITTING_RUNS.get(id(carried[0]))
+    known = len(run) if run is not None and carried[: len(run)] == run else 0
+    for template in carried[known:]:
         if _FITTING.get(id(template)) is template:
             continue
         if _problem(template, _CARRIED_LIMITS) is not None:
@@ -179,6 +187,9 @@ def _carried_fit(item: DecodedManifest) -> bool:
         if len(_FITTING) >= _FITTING_MAX:
             _FITTING.clear()
         _FITTING[id(template)] = template
+    if len(_FITTING_RUNS) >= _FITTING_MAX:
+        _FITTING_RUNS.clear()
+    _FITTING_RUNS[id(carried[0])] = carried  # holds carried[0]: its id is never another's
     return True
 
 
