@@ -15,27 +15,24 @@ import contextlib
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import StatementError
 from sqlalchemy.orm import Session
 
-from ctxledger.verdicts import Manifest, Measurement, Report, Tolerances
-from ctxledger.verdicts.incremental import RejudgePlan, plan_rejudging, plan_sweep, rejudge
-from ctxledger.verdicts.journeys import CallJudgment
+from ctxledger.verdicts import Manifest, Measurement, Tolerances
+from ctxledger.verdicts.incremental import plan_rejudging, plan_sweep, rejudge
 from ctxledger_collector.alerts.events import AlertContext, record_events
 from ctxledger_collector.decoded.batch import DecodedBatch
 from ctxledger_collector.decoded.rejection_codes import DATABASE_REFUSED, Rejection
 from ctxledger_collector.judge.call_records import write_issuers, write_origins
 from ctxledger_collector.judge.compaction import compaction_stages, write_compaction_stages
-from ctxledger_collector.judge.lost_results import mark_first_losses
+from ctxledger_collector.judge.judgments import IngestOutcome, write_judgments
 from ctxledger_collector.judge.quiet_resends import ResendMemory, without_quiet_resends
 from ctxledger_collector.judge.tool_matching import match_tools
 from ctxledger_collector.judge.trace_state import SqlTraceState
 from ctxledger_collector.storage.database import is_storage_outage
-from ctxledger_collector.storage.journey_counts import COUNTED_COLUMNS, count_journeys
 from ctxledger_collector.storage.lookup_plans import plan_lookups_by_index
 from ctxledger_collector.storage.rows import (
     MANIFEST_COLUMNS,
@@ -44,42 +41,18 @@ from ctxledger_collector.storage.rows import (
     MEASUREMENT_COLUMNS,
     MEASUREMENT_COPY_KEY,
     MEASUREMENT_KEY,
-    REPORT_COLUMNS,
-    REPORT_KEY,
     RunSighting,
     manifest_row,
     measurement_row,
     preferred_copies,
     preferred_rows,
-    report_row,
     run_sightings,
 )
 from ctxledger_collector.storage.statements import Statements
 from ctxledger_collector.storage.stored_records import stored_form
 from ctxledger_collector.storage.string_lists import ListWriter
-from ctxledger_collector.storage.tables import MANIFESTS, MEASUREMENTS, REPORTS
+from ctxledger_collector.storage.tables import MANIFESTS, MEASUREMENTS
 from ctxledger_collector.storage.trace_locks import lock_traces
-
-
-@dataclass(frozen=True)
-class VerdictChange:
-    """A journey whose verdict is new (``previous`` None) or changed."""
-
-    report: Report
-    previous: str | None
-    previous_lost_tokens: int
-
-
-@dataclass
-class IngestOutcome:
-    measurements: int = 0
-    manifests: int = 0
-    reports: list[Report] = field(default_factory=list)
-    changes: list[VerdictChange] = field(default_factory=list)
-    alert_events: int = 0
-    #: Journeys (trace, call, request key) losing, but not where their result was first
-    #: lost: the result still missing, which alerts only once, at its first lost journey.
-    still_missing: set[tuple[str, str, str]] = field(default_factory=set)
 
 
 def _record_of(single: DecodedBatch) -> Measurement | Manifest:
@@ -180,7 +153,7 @@ class Store:
             for trace_id, call_id, request_id in compacted.deleted:
                 plan.add_journey(trace_id, call_id, request_id)
             judgments = rejudge(plan, state, tolerances=self.tolerances, now=now)
-            self._write_judgments(connection, state, judgments, now, outcome)
+            write_judgments(connection, self.sql, self.tolerances, state, judgments, now, outcome)
             write_origins(connection, self.sql, state.run_ids, judgments, plan.whole)
             self._record_alerts(connection, outcome, now)
         return outcome
@@ -242,7 +215,7 @@ class Store:
             state = SqlTraceState(connection, {row[0]: row[1] for row in due})
             plan = plan_sweep((row[0], row[2], row[3] or None) for row in due)
             judgments = rejudge(plan, state, tolerances=self.tolerances, now=now)
-            self._write_judgments(connection, state, judgments, now, outcome)
+            write_judgments(connection, self.sql, self.tolerances, state, judgments, now, outcome)
             self._record_alerts(connection, outcome, now)
         return outcome
 
@@ -252,61 +225,6 @@ class Store:
         """Each run's integer id, made on its first sighting."""
         ordered = [run.values() for run in sorted(runs, key=lambda r: r.trace_id)]
         return {trace_id: run_id for run_id, trace_id in self.sql.upsert_runs(connection, ordered)}
-
-    def _write_judgments(
-        self,
-        connection: Connection,
-        state: SqlTraceState,
-        judgments: Sequence[CallJudgment],
-        now: float,
-        outcome: IngestOutcome,
-        follow_first_losses: bool = True,
-    ) -> None:
-        """Replace the reports each judgment considered, and note what changed. A stored
-        journey that becomes where its result was first lost is re-judged and written
-        too (once), so its report reaches the alerts like any judged in the batch."""
-        considered = {
-            (state.run_ids[j.trace_id], j.call_id, request_id or "")
-            for j in judgments
-            for request_id in j.considered
-        }
-        replaced = state.rows_by_keys(REPORTS, COUNTED_COLUMNS, REPORT_KEY, considered)
-        existing = {
-            (run_id, call_id, request_key): (verdict, lost_tokens)
-            for run_id, call_id, request_key, verdict, lost_tokens, *_ in replaced
-        }
-        rows = []
-        written = set()
-        for judgment in judgments:
-            run_id = state.run_ids[judgment.trace_id]
-            for report in judgment.reports:
-                key = (run_id, report.tool_call_id, report.request_id or "")
-                manifest = state.manifests_read.get((report.trace_id, report.request_id or ""))
-                arrived = manifest.observed_at if manifest is not None else None
-                rows.append(report_row(report, run_id, arrived, now))
-                written.add(key)
-                previous, previous_tokens = existing.get(key, (None, 0))
-                if previous != report.verdict:
-                    outcome.changes.append(VerdictChange(report, previous, previous_tokens))
-                outcome.reports.append(report)
-        flags = mark_first_losses(connection, self.sql, considered | written, rows)
-        self.sql.upsert(connection, REPORTS, REPORT_COLUMNS, REPORT_KEY, flags.rows)
-        stale = [k for k in existing if k not in written]
-        self.sql.delete_keys(connection, REPORTS, REPORT_KEY, stale)
-        count_journeys(connection, replaced, flags.rows, flags.reflagged)
-        outcome.still_missing |= {
-            (state.trace_ids[run_id], call_id, request_key)
-            for run_id, call_id, request_key in flags.still_missing
-        }
-        if flags.became_first and follow_first_losses:
-            plan = RejudgePlan()
-            for run_id, call_id, request_key in flags.became_first:
-                if request_key:
-                    plan.add_journey(state.trace_ids[run_id], call_id, request_key)
-                else:
-                    plan.whole.add((state.trace_ids[run_id], call_id))
-            again = rejudge(plan, state, tolerances=self.tolerances, now=now)
-            self._write_judgments(connection, state, again, now, outcome, False)
 
     def _record_alerts(self, connection: Connection, outcome: IngestOutcome, now: float) -> None:
         if self.alerts is None or not outcome.reports:

@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 from ctxledger.verdicts import layer_name
 from ctxledger_collector.decoded.rejection_codes import REASONS
 from ctxledger_collector.forwarding.queue import QueueSize
-from ctxledger_collector.judge.store import VerdictChange
+from ctxledger_collector.judge.judgments import VerdictChange
 from ctxledger_collector.query.journey_aggregates import tally
 from ctxledger_collector.query.report_filters import ReportFilter
 from ctxledger_collector.query.time_slices import Slice
