@@ -25,8 +25,9 @@ from ctxledger_collector.ingest.spool_replay import SpoolReplayer
 from ctxledger_collector.judge.store import Store
 from ctxledger_collector.ops.database_start import prepare_database
 from ctxledger_collector.ops.exit_deadline import arm_exit_deadline
-from ctxledger_collector.ops.metrics import CollectorMetrics, SpoolSize
+from ctxledger_collector.ops.metrics import CollectorMetrics
 from ctxledger_collector.ops.readiness import ReadinessProbe
+from ctxledger_collector.ops.scrape_collectors import SpoolSize
 from ctxledger_collector.ops.settings import Settings
 from ctxledger_collector.routes import alerts as alert_routes
 from ctxledger_collector.routes import errors, health, ingest, queries, rejections, stats
