@@ -183,14 +183,20 @@ def reads_everything(
     carries hundreds). False may still be such an outcome."""
     if _no_verdict(record) is not None or record.policy == sc.POLICY_PROVIDER_EDIT:
         return False
-    if record.policy == sc.POLICY_REFUSE:
-        return True
+    return record.policy == sc.POLICY_REFUSE or _discarded(record, tolerance)[2] <= 0
+
+
+def _discarded(record: ReceivedRecord, tolerance: ReceivedTolerance) -> tuple[int, int, int]:
+    """(shortfall, tolerance, tokens certainly discarded from the segments) of a record
+    that can be judged. Tokens counted outside the segments (reply priming, tool
+    definitions) may be what the server left out: only a discard beyond them certainly
+    fell in a segment."""
     inp, counted = record.input_tokens, record.counted_tokens
     assert inp is not None and counted is not None
     shortfall = counted - inp
     allowed = tolerance.tokens(counted, record.exact)
     overhead = max(counted - sum(record.segment_tokens), 0)
-    return shortfall - allowed - overhead <= 0
+    return shortfall, allowed, shortfall - allowed - overhead
 
 
 def judge_received(
@@ -201,22 +207,12 @@ def judge_received(
     reason = _no_verdict(record)
     if reason is not None:
         return ReceivedOutcome(tuple(CallOutcome(c, UNJUDGED) for c in calls), reason=reason)
-    inp, counted = record.input_tokens, record.counted_tokens
-    assert inp is not None and counted is not None
     if record.policy == sc.POLICY_REFUSE:
         return ReceivedOutcome(tuple(CallOutcome(c, KEPT) for c in calls))
     if record.policy == sc.POLICY_PROVIDER_EDIT:
         return _edited(record, calls)
-    shortfall = counted - inp
-    allowed = tolerance.tokens(counted, record.exact)
-    if shortfall <= allowed:
-        kept = tuple(CallOutcome(c, KEPT) for c in calls)
-        return ReceivedOutcome(kept, shortfall=shortfall, tolerance=allowed)
-    # Tokens counted outside the segments (reply priming, tool definitions) may be what
-    # the server left out: only a discard beyond them certainly fell in a segment.
-    overhead = max(counted - sum(record.segment_tokens), 0)
-    discard = shortfall - allowed - overhead
-    if discard <= 0:
+    shortfall, allowed, discard = _discarded(record, tolerance)
+    if discard <= 0:  # within the tolerance, or beyond the segments
         kept = tuple(CallOutcome(c, KEPT) for c in calls)
         return ReceivedOutcome(kept, shortfall=shortfall, tolerance=allowed)
     notes: list[str] = []
