@@ -18,6 +18,7 @@ from ctxledger_cli.commands import (
     handle_up,
 )
 from ctxledger_cli.reports_command import add_reports_command
+from ctxledger_cli.spool_command import add_spool_command
 
 
 def header_pair(text: str) -> tuple[str, str]:
@@ -341,4 +342,5 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("file", metavar="FILE", help="the rules file")
     check.set_defaults(handler=handle_alerts_check)
     add_reports_command(commands)
+    add_spool_command(commands)
     return parser

@@ -19,6 +19,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from ctxledger import __about__
 from ctxledger import semconv as sc
 from ctxledger._analysis import AnalysisOptions, TextAnalyzer
+from ctxledger._destination import DESTINATION_FILE, Destination
 from ctxledger._drop_report import DropReporter
 from ctxledger._export import BufferedSpanProcessor
 from ctxledger._items import DEFAULT_ID_FIELDS, DEFAULT_ITEM_KEYS
@@ -26,6 +27,7 @@ from ctxledger._ledger import Ledger, open_ledger
 from ctxledger._markers import DEFAULT_MARKERS, Marker, MarkerScanner
 from ctxledger._otlp_config import SenderConfig
 from ctxledger._otlp_sender import OTLPSender
+from ctxledger._parked import ParkedBatches, parked_in
 from ctxledger._pipeline_stats import DropCounter, PipelineStats
 from ctxledger._recorder import Recorder
 from ctxledger._settings import Settings
@@ -60,13 +62,20 @@ def _own_pipeline(
 ) -> tuple[TracerProvider, BufferedSpanProcessor] | None:
     if not settings.export:
         return None
+    config = SenderConfig.resolve(settings)
     spool = None
-    if settings.spool_dir is not None:
-        spool = DiskSpool(Path(settings.spool_dir), settings.spool_max_bytes, counter)
+    if settings.spool_dir is not None:  # a folder per destination: replayed only there
+        destination = Destination.of(config)
+        spool = DiskSpool(
+            destination.folder(Path(settings.spool_dir)),
+            settings.spool_max_bytes,
+            counter,
+            label=(DESTINATION_FILE, destination.description(settings.service_name)),
+        )
     # Our own exit hook shuts this provider down within a bounded time.
     provider = TracerProvider(resource=_own_resource(settings), shutdown_on_exit=False)
     processor = BufferedSpanProcessor(
-        OTLPSender(SenderConfig.resolve(settings)),
+        OTLPSender(config),
         counter,
         spool,
         max_queue=settings.max_queue,
@@ -100,6 +109,8 @@ class Client:
         self.owned_provider: TracerProvider | None = None
         self._processor: BufferedSpanProcessor | None = None
         self._drop_reporter: DropReporter | None = None
+        self._shut_down = False
+        self._shutdown_lock = threading.Lock()
         provider = tracer_provider or _application_provider()
         if provider is None:
             pipeline = _own_pipeline(settings, self.counter, self._report_drops)
@@ -138,10 +149,15 @@ class Client:
             done = self.owned_provider.force_flush(int(timeout_s * 1000)) and done
         return done
 
-    def shutdown(self, timeout_s: float = 30.0) -> None:
+    def shutdown(self, timeout_s: float = 30.0, say_what_is_parked: bool = True) -> None:
         """Emit and export what is pending within about ``timeout_s``; what cannot leave
         by then (a collector outage) stays in the spool for the next process, or without
-        a spool is counted as dropped."""
+        a spool is counted as dropped. Then (``say_what_is_parked``) a warning says what
+        waits in the spool, where, and how to drop it."""
+        with self._shutdown_lock:
+            if self._shut_down:
+                return
+            self._shut_down = True
         deadline = time.monotonic() + timeout_s
         self.recorder.close(timeout_s)
         if self._drop_reporter is not None:
@@ -150,9 +166,28 @@ class Client:
             self._processor.shutdown(max(deadline - time.monotonic(), 0.1))
         if self.owned_provider is not None:
             self.owned_provider.shutdown()
+        if say_what_is_parked and (parked := self.parked()) is not None:
+            logger.warning(parked_note(parked))
+
+    def parked(self) -> ParkedBatches | None:
+        """What waits in this client's spool folder (any process's), or None: nothing."""
+        if self._processor is None or self._processor.spool is None:
+            return None
+        return parked_in(self._processor.spool.directory)
 
     def stats(self) -> PipelineStats:
         return self.counter.snapshot()
+
+
+def parked_note(parked: ParkedBatches) -> str:
+    """One line: how many spans wait, for which collector, where, and how to drop them."""
+    url = parked.url or "its collector"
+    return (
+        f"ctxledger: {parked.spans:,} spans could not be delivered to {url} and are parked "
+        f"in {parked.folder}; they are sent there, and only there, by the next process that "
+        f"exports to it with the same credentials (`ctxledger spool list` shows what is parked, "
+        f"`ctxledger spool drop --endpoint {url}` discards it)"
+    )
 
 
 _client: Client | None = None

@@ -36,6 +36,7 @@ class Delivery:
         if answer.outcome is Outcome.RETRY:
             self._failed(answer)
             return [(body, spans)]
+        self._counter.set_export_problem("")
         if self.backoff.succeeded():
             logger.info("ctxledger: the collector takes batches again")
         if answer.outcome is Outcome.ACCEPTED:
@@ -56,6 +57,8 @@ class Delivery:
 
     def _failed(self, answer: ExportAnswer) -> None:
         self._counter.add("export_failures")
+        detail = f": {answer.detail}" if answer.detail else ""
+        self._counter.set_export_problem(f"{answer.reason}{detail}")
         wait = self.backoff.failed(answer.retry_after_s)
         if time.monotonic() - self._last_outage_log >= _OUTAGE_LOG_EVERY_S:
             self._last_outage_log = time.monotonic()
@@ -63,7 +66,7 @@ class Delivery:
                 "ctxledger: the collector did not take a batch (%s%s); batches wait in %s "
                 "and are sent again in %.1f s and later",
                 answer.reason,
-                f": {answer.detail}" if answer.detail else "",
+                detail,
                 self._kept_in,
                 wait,
             )

@@ -74,6 +74,10 @@ class BufferedSpanProcessor(SpanProcessor):
         self._thread = threading.Thread(target=self._run, name="ctxledger-export", daemon=True)
         self._thread.start()
 
+    @property
+    def spool(self) -> DiskSpool | None:
+        return self._spool
+
     # --- the caller's side: never blocks ----------------------------------------------
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:

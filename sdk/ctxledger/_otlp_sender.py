@@ -24,6 +24,8 @@ from ctxledger._otlp_config import SenderConfig
 #: or its address or key is wrong (fixed by configuration, not by changing the data).
 RETRY_STATUSES = frozenset({401, 403, 404, 408, 429, 502, 503, 504})
 PAYLOAD_TOO_LARGE = 413
+#: The reason of an attempt that reached nothing (connection refused, no route, DNS).
+UNREACHABLE = "the collector is unreachable"
 #: A Retry-After longer than this is read as this (a misconfigured proxy must not stall
 #: the pipeline for hours).
 MAX_RETRY_AFTER_S = 600.0
@@ -193,7 +195,7 @@ class OTLPSender:
             except exceptions.ConnectionError as error:
                 if attempt == 1:  # a kept-alive connection the collector closed: once more
                     continue
-                return ExportAnswer(Outcome.RETRY, "the collector is unreachable", _short(error))
+                return ExportAnswer(Outcome.RETRY, UNREACHABLE, _short(error))
             except Exception as error:  # any other transport failure: keep the batch
                 return ExportAnswer(Outcome.RETRY, f"export failed: {type(error).__name__}")
             return classify(response)

@@ -48,6 +48,9 @@ class PipelineStats:
     """``spans_rejected`` by reason."""
     export_failures: int = 0
     """Export attempts that failed and are retried (outage, 503, 429, network error)."""
+    export_problem: str = ""
+    """Why the latest export attempt failed ("the collector is unreachable: [Errno 111]
+    Connection refused"); empty once an attempt succeeds."""
     spool_spans: int = 0
     """Spans waiting in the spool now (every process's), as of the last export cycle."""
     spool_bytes: int = 0
@@ -103,6 +106,10 @@ class DropCounter:
                 reason,
                 f" ({detail})" if detail and detail != reason else "",
             )
+
+    def set_export_problem(self, problem: str) -> None:
+        with self._lock:
+            self.stats.export_problem = problem
 
     def set_spool(self, spans: int, size: int) -> None:
         with self._lock:

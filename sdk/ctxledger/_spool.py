@@ -97,8 +97,11 @@ class DiskSpool:
         counter: SpoolCounter,
         stale_after_s: float = 600.0,
         fallback: str = "batches wait in memory instead",
+        label: tuple[str, bytes] | None = None,
     ) -> None:
         self.directory = directory
+        self._label = label
+        """A file (name, content) written beside the batches when the folder is made."""
         self._fallback = fallback
         self.max_bytes = max_bytes
         self._counter = counter
@@ -215,7 +218,24 @@ class DiskSpool:
         except OSError as error:
             self._log_failure_once("create", error)
             return False
+        if self._label is not None:
+            self._write_label(*self._label)
         return True
+
+    def _write_label(self, name: str, content: bytes) -> None:
+        """The folder's label, once (atomically: a reader sees all of it or none)."""
+        target = self.directory / name
+        if target.exists():
+            return
+        tmp = self.directory / f"{TMP_PREFIX}{self._owner}-label"
+        try:
+            tmp.write_bytes(content)
+            os.replace(tmp, target)
+        except OSError as error:  # the batches matter more than their label
+            tmp.unlink(missing_ok=True)
+            if "label" not in self._failures_logged:
+                self._failures_logged.add("label")
+                logger.warning("ctxledger: cannot write %s (%s) (logged once)", target, error)
 
     def _write(self, body: bytes, spans: int) -> bool:
         """One file, atomically: a temporary file, fsync, rename, fsync of the folder."""

@@ -57,10 +57,12 @@ def recorded_ids(recorded: InMemorySpanExporter) -> list[str]:
 
 
 def spool_files(folder: Path) -> list[Path]:
-    """The batches waiting in a spool folder (claimed ones too), oldest first."""
+    """The batches waiting under a spool folder (claimed ones too; every destination's
+    folder in it), oldest first."""
     if not folder.exists():
         return []
-    return sorted(p for p in folder.iterdir() if p.name.endswith(SUFFIX) or CLAIM in p.name)
+    found = [p for p in folder.rglob("*") if p.name.endswith(SUFFIX) or CLAIM in p.name]
+    return sorted(found, key=lambda p: p.name)
 
 
 def spooled_spans(folder: Path) -> list[tuple[str, str]]:

@@ -85,12 +85,13 @@ def _run_child(*args: str, spool: Path, **env: str) -> str:
 
 def test_a_new_process_sends_what_an_exited_one_left_in_the_spool(tmp_path: Path) -> None:
     spool = tmp_path / "spool"
-    dead = f"http://127.0.0.1:{free_port()}"
+    port = free_port()
+    dead = f"http://127.0.0.1:{port}"
     measured = json.loads(_run_child("measure", dead, "30", spool=spool))
     assert len(measured) == 30 * 5 + 1
     assert sorted(spooled_ids(spool)) == sorted(measured)  # all of it survived the exit
 
-    with OTLPReceiver() as receiver:
+    with OTLPReceiver(port=port) as receiver:  # the collector it was meant for is back
         stats = json.loads(_run_child("send", receiver.url, spool=spool))
         assert stats["flushed"] is True
         assert sorted(s.span_id for s in receiver.spans) == sorted(measured)
@@ -101,7 +102,8 @@ def test_a_new_process_sends_what_an_exited_one_left_in_the_spool(tmp_path: Path
 
 def test_processes_sharing_a_spool_never_send_a_batch_twice(tmp_path: Path) -> None:
     spool = tmp_path / "spool"
-    dead = f"http://127.0.0.1:{free_port()}"
+    port = free_port()
+    dead = f"http://127.0.0.1:{port}"
     measured: list[str] = []
     for _ in range(2):  # two exited processes left 62 batches of 5 spans (or fewer)
         measured += json.loads(
@@ -112,7 +114,7 @@ def test_processes_sharing_a_spool_never_send_a_batch_twice(tmp_path: Path) -> N
 
     go = tmp_path / "go"
     env = subprocess_env(CTXLEDGER_SPOOL_DIR=str(spool), SPOOL_CHILD_GO=str(go))
-    with OTLPReceiver() as receiver:
+    with OTLPReceiver(port=port) as receiver:
         receiver.delay(0.02)  # each answer takes a moment: the senders overlap
         senders = [
             subprocess.Popen(

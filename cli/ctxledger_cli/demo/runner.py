@@ -15,6 +15,7 @@ import ctxledger
 from ctxledger.verdicts import Report
 from ctxledger.visible import visible
 from ctxledger_cli.demo.collector_verdicts import print_verdicts
+from ctxledger_cli.demo.delivery import deliver, nothing_answers, unreachable_line
 from ctxledger_cli.demo.incidents import run_all_incidents, skipped_incidents
 from ctxledger_cli.demo.real_agents import run_seed_004
 from ctxledger_cli.server_extra import install_hint
@@ -36,6 +37,9 @@ def run_demo(endpoint: str | None, ledger: str, everything: bool) -> int:
     if missing:
         print(f"ctxledger: {DEMO_EXTRA_HINT} ({', '.join(missing)} missing)", file=sys.stderr)
         return 1
+    if endpoint is not None and (problem := nothing_answers(endpoint)) is not None:
+        print(unreachable_line(endpoint, problem), file=sys.stderr)
+        return 1
     client = ctxledger.configure(
         service_name="ctxledger-demo",
         endpoint=endpoint,
@@ -49,13 +53,18 @@ def run_demo(endpoint: str | None, ledger: str, everything: bool) -> int:
         expected = run_all_incidents()
     else:
         run_seed_004()
-    ctxledger.flush()
+    not_delivered = deliver(client, endpoint) if endpoint is not None else None
+    if endpoint is None:
+        ctxledger.flush()
     stats = ctxledger.stats()
     if client.ledger is not None:
         summary = ledger_summary(client.ledger.reports, client.ledger.still_missing)
         print(summary, file=sys.stderr)
     if endpoint is None:
         return 0
+    if not_delivered is not None:
+        print(not_delivered, file=sys.stderr)
+        return 1
     print(
         f"exported {stats.spans_exported} spans to {endpoint} ({stats.dropped} dropped)",
         file=sys.stderr,
