@@ -2,8 +2,9 @@
 
 Stopping a child signals its whole group, so what the child started in turn (Streamlit's
 or uvicorn's own processes) stops with it. Ctrl-C reaches only the command, which stops
-its children; SIGTERM is treated like Ctrl-C, so a service manager's stop leaves nothing
-listening either.
+its children; SIGTERM (a service manager's stop) and SIGHUP (the terminal closed, the SSH
+connection dropped: the children, in sessions of their own, are not told) are treated
+like Ctrl-C, so nothing is left listening.
 """
 
 from __future__ import annotations
@@ -19,6 +20,10 @@ from types import FrameType
 
 #: How long stopped children may take to shut down cleanly before they are killed.
 STOP_GRACE_S = 10.0
+#: The signals that stop a command as Ctrl-C does (SIGHUP where the platform has it).
+STOP_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
 
 
 def start_child(
@@ -36,11 +41,12 @@ def _signal_group(child: subprocess.Popen[bytes], signum: int) -> None:
 
 @contextlib.contextmanager
 def _signals_ignored() -> Iterator[None]:
-    """A second Ctrl-C or SIGTERM must not cut the stop short and leave children behind."""
+    """A second Ctrl-C, SIGTERM or SIGHUP must not cut the stop short and leave children
+    behind."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+    previous = {s: signal.signal(s, signal.SIG_IGN) for s in STOP_SIGNALS}
     try:
         yield
     finally:
@@ -67,19 +73,22 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
 
 
 @contextlib.contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """Within the block, SIGTERM raises ``KeyboardInterrupt`` as Ctrl-C does."""
-    previous = signal.signal(signal.SIGTERM, _interrupt)
+def stop_signals_as_interrupt() -> Iterator[None]:
+    """Within the block, SIGTERM and SIGHUP raise ``KeyboardInterrupt`` as Ctrl-C does."""
+    others = [s for s in STOP_SIGNALS if s != signal.SIGINT]
+    previous = {s: signal.signal(s, _interrupt) for s in others}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def run_in_foreground(command: Sequence[str], env: Mapping[str, str]) -> int:
-    """Run ``command`` until it exits (its status) or Ctrl-C / SIGTERM stops it (0)."""
+    """Run ``command`` until it exits (its status) or Ctrl-C, SIGTERM or SIGHUP stops it
+    (0)."""
     children: list[subprocess.Popen[bytes]] = []
-    with sigterm_as_interrupt():
+    with stop_signals_as_interrupt():
         try:
             children.append(start_child(command, env))
             return children[0].wait()

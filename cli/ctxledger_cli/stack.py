@@ -1,5 +1,6 @@
 """``ctxledger up``: the collector (embedded SQLite by default) and the dashboard as child
-processes, the demo incidents sent once both are up, and a clean stop on Ctrl-C or SIGTERM.
+processes, the demo incidents sent once both are up, and a clean stop on Ctrl-C, SIGTERM or
+SIGHUP.
 
 Both ports are bound before anything starts (a taken one is refused, naming its flag), and
 the collector serves on the socket bound here, so the demo reaches this collector or none.
@@ -7,6 +8,7 @@ the collector serves on the socket bound here, so the demo reaches this collecto
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -15,7 +17,7 @@ import time
 import urllib.request
 from collections.abc import Callable
 
-from ctxledger_cli.children import sigterm_as_interrupt, start_child, stop_children
+from ctxledger_cli.children import start_child, stop_children, stop_signals_as_interrupt
 from ctxledger_cli.demo.collector_verdicts import seed_004_dashboard_link
 from ctxledger_cli.demo.runner import run_demo
 from ctxledger_collector.ops.exposure import is_loopback_host
@@ -63,7 +65,7 @@ def up(
     insecure: bool = False,
     log: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),
 ) -> int:
-    """Run the stack until Ctrl-C (or SIGTERM); returns the exit status."""
+    """Run the stack until Ctrl-C (or SIGTERM, SIGHUP); returns the exit status."""
     if not insecure and not is_loopback_host(host):
         log(
             f"ctxledger up: refusing to listen on {host!r}, which other machines can reach: "
@@ -78,7 +80,7 @@ def up(
         log(reserved)
         return 2
     children: list[subprocess.Popen[bytes]] = []
-    with sigterm_as_interrupt():
+    with stop_signals_as_interrupt():
         try:
             return _run_stack(host, reserved, demo, insecure, children, log)
         except KeyboardInterrupt:
@@ -87,7 +89,8 @@ def up(
             for sock in reserved:
                 sock.close()
             if children:
-                log("ctxledger up: stopping the dashboard and the collector…")
+                with contextlib.suppress(OSError):  # the terminal may be gone (SIGHUP)
+                    log("ctxledger up: stopping the dashboard and the collector…")
                 stop_children(list(reversed(children)))
 
 

@@ -1,7 +1,8 @@
 """`ctxledger dashboard` and `ctxledger up` stopped with SIGTERM, as a service manager stops
-them, and `up` with Ctrl-C, as a terminal stops it (SIGINT to its whole foreground process
-group): within a bounded wait no port they served still accepts connections, and no
-process they started (children or grandchildren) is left running."""
+them, with SIGHUP, as a closed terminal or a dropped SSH connection stops them, and `up`
+with Ctrl-C, as a terminal stops it (SIGINT to its whole foreground process group):
+within a bounded wait no port they served still accepts connections, and no process they
+started (children or grandchildren) is left running."""
 
 from __future__ import annotations
 
@@ -66,6 +67,12 @@ def _sigterm(process: subprocess.Popen[str]) -> None:
     process.send_signal(signal.SIGTERM)
 
 
+def _sighup(process: subprocess.Popen[str]) -> None:
+    """What a closed terminal does: SIGHUP to the job's process group (the command's
+    children lead sessions of their own, so it reaches only the command)."""
+    os.killpg(process.pid, signal.SIGHUP)
+
+
 def _ctrl_c(process: subprocess.Popen[str]) -> None:
     """What a terminal does on Ctrl-C: SIGINT to the foreground process group (the
     command leads its own group here, as a shell's job does)."""
@@ -85,7 +92,10 @@ def _assert_stopped(
     wait_for(lambda: not any(map(_running, started)), 30, f"processes {started} to stop")
 
 
-def test_dashboard_on_sigterm_stops_streamlit_and_frees_its_port(tmp_path: Path) -> None:
+@pytest.mark.parametrize("stop", [_sigterm, _sighup], ids=["sigterm", "sighup"])
+def test_dashboard_stopped_stops_streamlit_and_frees_its_port(
+    tmp_path: Path, stop: Callable[[subprocess.Popen[str]], None]
+) -> None:
     port = free_port()
     api = f"http://127.0.0.1:{free_port()}"  # no collector needed to serve the page
     process = subprocess.Popen(
@@ -95,6 +105,7 @@ def test_dashboard_on_sigterm_stops_streamlit_and_frees_its_port(tmp_path: Path)
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         text=True,
+        start_new_session=True,  # its own group, as a shell starts a job
     )
     started: set[int] = set()
     try:
@@ -102,14 +113,14 @@ def test_dashboard_on_sigterm_stops_streamlit_and_frees_its_port(tmp_path: Path)
         wait_for(lambda: _serves(health) or process.poll() is not None, 120, "the dashboard")
         assert _serves(health), f"the dashboard exited with {process.returncode}"
         started = _descendants(process.pid)
-        _assert_stopped(process, [port], started)
+        _assert_stopped(process, [port], started, stop)
         assert process.returncode == 0
     finally:
         process.kill()
         _kill_leftovers(started)
 
 
-@pytest.mark.parametrize("stop", [_sigterm, _ctrl_c], ids=["sigterm", "ctrl-c"])
+@pytest.mark.parametrize("stop", [_sigterm, _ctrl_c, _sighup], ids=["sigterm", "ctrl-c", "sighup"])
 def test_up_stopped_stops_the_collector_and_the_dashboard(
     tmp_path: Path, stop: Callable[[subprocess.Popen[str]], None]
 ) -> None:
