@@ -30,11 +30,19 @@ DASHBOARD_EXPOSED = (
 
 
 def handle_demo(args: argparse.Namespace) -> int:
+    from ctxledger._ledger import ledger_file_problem
+
+    if (problem := ledger_file_problem(args.ledger)) is not None:
+        print(
+            f"ctxledger demo: cannot write the ledger to {args.ledger}: {problem}", file=sys.stderr
+        )
+        return 2
     return run_demo(args.endpoint, args.ledger, everything=args.endpoint is not None or args.all)
 
 
 def handle_provider(args: argparse.Namespace) -> int:
     from ctxledger_cli.provider import ProviderStandIn, load_script
+    from ctxledger_collector.ops.listen_ports import port_problem
 
     try:
         script = load_script(args.script) if args.script else []
@@ -59,6 +67,12 @@ def handle_provider(args: argparse.Namespace) -> int:
         )
     except ValueError as error:
         print(f"ctxledger provider: {error}", file=sys.stderr)
+        return 2
+    except OSError as error:  # the port is taken, or cannot be listened on
+        problem = port_problem(
+            "provider", args.host, args.port, "--port", error, "another provider stand-in"
+        )
+        print(problem, file=sys.stderr)
         return 2
     print(
         f"Provider stand-in on {stand_in.url} (openai base_url {stand_in.openai_base_url}, "

@@ -14,7 +14,6 @@ from ctxledger._client import Client, get_client, install
 from ctxledger._encodings import encoding_name_for
 from ctxledger._items import DEFAULT_ID_FIELDS, DEFAULT_ITEM_KEYS
 from ctxledger._jobs import RequestJob, StageJob
-from ctxledger._ledger import open_ledger
 from ctxledger._markers import DEFAULT_MARKERS, Marker
 from ctxledger._messages import ParsedMessages, parse_messages
 from ctxledger._pipeline_stats import PipelineStats
@@ -80,7 +79,7 @@ def configure(
         must_keep=must_keep,
         markers=(*markers, *extra_markers),
         context_windows=dict(context_windows or {}),
-        ledger=open_ledger(settings.ledger, tolerances),
+        tolerances=tolerances,
     )
     return install(client)
 

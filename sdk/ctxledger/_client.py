@@ -33,6 +33,7 @@ from ctxledger._recorder import Recorder
 from ctxledger._settings import Settings
 from ctxledger._spool import DiskSpool
 from ctxledger._tokens import TokenCounter
+from ctxledger.verdicts import Tolerances
 
 logger = logging.getLogger("ctxledger")
 
@@ -88,6 +89,22 @@ def _own_pipeline(
     return provider, processor
 
 
+def _ledger_or_none(target: str | None, tolerances: Tolerances | None) -> Ledger | None:
+    """The ledger ``target`` names, or None, said once, when it cannot be opened: the SDK
+    never raises into the agent, and measuring goes on without the ledger."""
+    try:
+        return open_ledger(target, tolerances)
+    except OSError as error:
+        logger.warning(
+            "ctxledger: cannot write the ledger to %r (%s); measuring and exporting go on "
+            "without it (ledger= or CTXLEDGER_LEDGER: a file in a folder that exists, "
+            "stderr, stdout or off)",
+            target,
+            error.strerror or error,
+        )
+        return None
+
+
 class Client:
     """Everything the SDK needs at run time. One per process via :func:`configure`."""
 
@@ -102,6 +119,7 @@ class Client:
         markers: tuple[Marker, ...] = DEFAULT_MARKERS,
         context_windows: dict[str, int] | None = None,
         ledger: Ledger | None = None,
+        tolerances: Tolerances | None = None,
     ) -> None:
         self.settings = settings
         self.counter = DropCounter()
@@ -127,7 +145,7 @@ class Client:
             markers=MarkerScanner(markers),
         )
         self.analyzer = TextAnalyzer(options, TokenCounter(settings.max_exact_token_chars))
-        self.ledger = ledger if ledger is not None else open_ledger(settings.ledger)
+        self.ledger = ledger if ledger is not None else _ledger_or_none(settings.ledger, tolerances)
         self.recorder = Recorder(
             self.tracer,
             self.analyzer,

@@ -215,3 +215,15 @@ def open_ledger(target: str | None, tolerances: Tolerances | None = None) -> Led
     if name.lower() == "stdout":
         return Ledger(sys.stdout, tolerances)
     return Ledger(open(name, "a", encoding="utf-8"), tolerances)
+
+
+def ledger_file_problem(target: str | None) -> str | None:
+    """Why the ledger cannot be appended to the file ``target`` names (a missing folder,
+    no permission), or None: it can, or ``target`` is not a file."""
+    try:
+        ledger = open_ledger(target)
+    except OSError as error:
+        return f"{error.strerror or error}"
+    if ledger is not None and ledger.stream not in (sys.stderr, sys.stdout):
+        ledger.stream.close()
+    return None

@@ -28,12 +28,19 @@ def bind_port(host: str, port: int) -> socket.socket:
     return sock
 
 
-def port_problem(command: str, host: str, port: int, flag: str, error: OSError) -> str:
+def port_problem(
+    command: str,
+    host: str,
+    port: int,
+    flag: str,
+    error: OSError,
+    usual_holder: str = "another collector or dashboard",
+) -> str:
     """The one-line refusal for a port that cannot be bound, with the flag that changes it."""
     where = f"ctxledger {command}: cannot listen on {host}:{port}"
     if error.errno == errno.EADDRINUSE:
         return (
-            f"{where}: the port is already in use (another collector or dashboard?); "
+            f"{where}: the port is already in use ({usual_holder}?); "
             f"stop what listens there or choose another port with {flag}"
         )
     return f"{where}: {error.strerror or error}; choose another port with {flag} or --host"
