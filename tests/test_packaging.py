@@ -153,6 +153,12 @@ def test_plain_install_is_the_sdk_only(tmp_path: Path) -> None:
         f"import importlib.util as u; print(all(u.find_spec(m) is not None for m in {modules!r}))"
     )
     assert _run(python, "-c", shipped).strip() == "True"
+    # The docs ship too: the dashboard's Guide page opens a remedy without the internet.
+    guide = (
+        "from ctxledger_dashboard.guide_docs import docs_folder; f = docs_folder(); "
+        "print(f is not None and 'site-packages' in str(f) and (f / 'remedies.md').is_file())"
+    )
+    assert _run(python, "-c", guide).strip() == "True"
 
     for server_command in SERVER_COMMANDS:
         refused = _completed(command, *server_command)

@@ -10,6 +10,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import socket
 import sys
 from collections.abc import Callable
@@ -21,6 +22,11 @@ from ctxledger_cli.server_extra import require_server_extra
 if TYPE_CHECKING:
     from ctxledger_collector.storage.database_url import GivenDatabaseUrl
 
+UNSET_VARIABLE = re.compile(r"environment variable (\w+) is not set")
+NEW_SECRET = (
+    "export {name}=$(python -c "
+    "'from ctxledger.webhooks import generate_secret; print(generate_secret())')"
+)
 DASHBOARD_EXPOSED = (
     "ctxledger dashboard: refusing to listen on {host!r}, which other machines can reach: "
     "the dashboard has no login of its own, so anyone reaching it would see every journey. "
@@ -277,6 +283,9 @@ def handle_alerts_check(args: argparse.Namespace) -> int:
     except AlertsConfigError as error:
         for problem in error.problems:
             print(problem)
+        for name in sorted(set(UNSET_VARIABLE.findall("\n".join(error.problems)))):
+            if "SECRET" in name:
+                print(f"{name} is a signing secret; make one with: {NEW_SECRET.format(name=name)}")
         return 1
     print(f"{args.file}: OK — {len(config.rules)} rules, {len(config.sinks)} sinks")
     return 0

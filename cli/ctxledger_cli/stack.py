@@ -20,8 +20,10 @@ from collections.abc import Callable
 from ctxledger_cli.children import start_child, stop_children, stop_signals_as_interrupt
 from ctxledger_cli.demo.collector_verdicts import seed_004_dashboard_link
 from ctxledger_cli.demo.runner import run_demo
+from ctxledger_cli.earlier_runs import earlier_runs_note, runs_held
 from ctxledger_collector.ops.exposure import is_loopback_host
 from ctxledger_collector.ops.listen_ports import reserve_ports
+from ctxledger_collector.storage.database_url import given_database_url, redact_database_url
 from ctxledger_dashboard.launch import dashboard_command, dashboard_environment
 
 
@@ -131,6 +133,7 @@ def _run_stack(
     if not _wait_for(f"{dashboard_url}/_stcore/health", dashboard):
         log(f"ctxledger up: the dashboard did not start on {dashboard_url}")
         return 1
+    held_before = runs_held(collector_url) if demo else None
     if demo:
         run_demo(collector_url, ledger="off", everything=True)
     log("")
@@ -141,6 +144,9 @@ def _run_stack(
         log(f"  Seed 004's silent loss: {link}")
     if alert_log:
         log(f"  Alerts:     {alert_log} (one JSON line per notification)")
+    database = redact_database_url(given_database_url().url)
+    if note := earlier_runs_note(held_before, database):
+        log(note)
     log("  Press Ctrl-C to stop both.")
     while all(child.poll() is None for child in children):
         time.sleep(0.3)

@@ -1,11 +1,14 @@
-"""Links into the project's documentation, as a user opens them: the docs on the
-project's repository (the ``Documentation`` URL of the package)."""
+"""Links into the project's documentation: the dashboard's own Guide page, which reads the
+docs from this install (no internet access needed), at the section a GitHub anchor names
+(the same anchor as on the project's repository, ``PUBLIC_DOCS_URL``)."""
 
 from __future__ import annotations
 
 from ctxledger import semconv as sc
+from ctxledger_dashboard.guide_docs import guide_link
 
-DOCS_URL = "https://github.com/ctxledger/ctxledger/blob/main/docs"
+#: The same docs on the project's repository (the ``Documentation`` URL of the package).
+PUBLIC_DOCS_URL = "https://github.com/ctxledger/ctxledger/blob/main/docs"
 
 #: The section of docs/remedies.md with the fix for a loss at each stage (GitHub's
 #: heading anchors). A cut inside a message is a framework setting or your own code
@@ -23,8 +26,8 @@ REMEDY_CHOICE = "which-one-the-decision-order-seed-002"
 
 
 def docs_link(page: str, anchor: str | None = None) -> str:
-    """The address of ``docs/<page>`` (and a heading in it) on the project's repository."""
-    return f"{DOCS_URL}/{page}" + (f"#{anchor}" if anchor else "")
+    """The Guide page's address of ``docs/<page>`` (and a section of it)."""
+    return guide_link(page, anchor)
 
 
 def remedy_link(stage: str) -> str:

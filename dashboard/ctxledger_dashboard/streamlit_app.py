@@ -36,6 +36,7 @@ navigation = st.navigation(
             icon=":material/notifications:",
             url_path="alerts",
         ),
+        st.Page("app_pages/guide.py", title="Guide", icon=":material/menu_book:", url_path="guide"),
     ]
 )
 

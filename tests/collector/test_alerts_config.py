@@ -420,7 +420,8 @@ def test_a_missing_environment_variable_is_named(monkeypatch: pytest.MonkeyPatch
     problems = _problems(VALID_YAML)
     assert problems == [
         f"alerts.yaml:20: sinks[0].secrets[1]: environment variable {ENV} is not set "
-        f"(the value is ${{{ENV}}})"
+        f"(the value is ${{{ENV}}}): export it in the shell that runs this check and the "
+        "collector, or write the value here"
     ]
 
 
@@ -568,5 +569,8 @@ def test_cli_check_prints_every_problem_and_fails(tmp_path: Path) -> None:
         f"{path}:7: rules[0].verdicts[0]: 'slient' is not a verdict (did you mean 'silent'?); "
         f"known: {', '.join(VERDICTS)}",
         f"{path}:20: sinks[0].secrets[1]: environment variable {ENV} is not set "
-        f"(the value is ${{{ENV}}})",
+        f"(the value is ${{{ENV}}}): export it in the shell that runs this check and the "
+        "collector, or write the value here",
+        f"{ENV} is a signing secret; make one with: export {ENV}=$(python -c "
+        "'from ctxledger.webhooks import generate_secret; print(generate_secret())')",
     ]

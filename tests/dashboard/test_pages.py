@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 from ctxledger import semconv as sc
 from ctxledger_collector.ops.settings import Settings
-from ctxledger_dashboard.docs_links import DOCS_URL, REMEDY_CHOICE, REMEDY_OF_STAGE
+from ctxledger_dashboard.docs_links import REMEDY_CHOICE, REMEDY_OF_STAGE
 from ctxledger_dashboard.verdict_style import COLORS, LAYER_OF_STAGE
 from tests.collector.live_collector import LiveCollector, free_port
 from tests.dashboard.conftest import APP, ROOT
@@ -56,7 +56,7 @@ def test_incidents_page_points_at_the_tool_and_stage_that_lose(api_env: str) -> 
     # 001's naive trim (its call sent without the 140-line log: all of it lost).
     assert "Look first at `grep_logs`**: 1 lost result (1 orphaned of 8 journeys)" in text
     assert "140 items lost" in text
-    remedy = f"{DOCS_URL}/remedies.md#context_length_exceeded-emergency_trim"
+    remedy = "guide?page=remedies.md&section=context_length_exceeded-emergency_trim"
     layer = "history trimming (a result or its call left the request)"
     assert f"look at **{layer}** ([remedy →]({remedy}))" in text
     ranking = next(d.value for d in app.dataframe if "tool" in d.value.columns)
@@ -122,7 +122,7 @@ def test_tool_page_names_the_layer_to_fix(api_env: str) -> None:
     """search_knowledge loses at context assembly: the fix links to its remedy."""
     app = _page("app_pages/tool.py", tool="search_knowledge")
     text = _text(app)
-    remedy = f"{DOCS_URL}/remedies.md#framework-settings-that-truncate-silently-seed-004"
+    remedy = "guide?page=remedies.md&section=framework-settings-that-truncate-silently-seed-004"
     assert f"Fix at: [the context manager (text → messages array)]({remedy})" in text
     # The re-send is not counted again.
     assert "Most lost results (1 silent) were first lost at" in text and ": 30 items" in text
@@ -320,3 +320,31 @@ def test_incidents_page_says_the_collector_is_unreachable_and_where(
     if state == "hung":
         assert "did not answer within 3 s" in error
     assert not app.metric  # nothing else was drawn
+
+
+def test_the_guide_opens_each_remedy_from_this_install() -> None:
+    """Every remedy link opens its section of docs/remedies.md on the dashboard itself:
+    the heading and its text, the file and section named, no link to the internet needed."""
+    text = (ROOT / "docs" / "remedies.md").read_text(encoding="utf-8")
+    for anchor in {*REMEDY_OF_STAGE.values(), REMEDY_CHOICE}:
+        app = _page("app_pages/guide.py", page="remedies.md", section=anchor)
+        shown = _text(app)
+        heading = next(
+            line
+            for line in text.splitlines()
+            if line.startswith("#") and _github_anchor(line) == anchor
+        )
+        assert heading.lstrip("# ").strip() in shown, anchor
+        assert f"docs/remedies.md · section “{heading.lstrip('# ').replace('`', '')}”" in shown
+        assert not app.warning and not app.error
+
+
+def test_the_guide_shows_the_whole_page_for_an_unknown_section_and_refuses_other_files() -> None:
+    app = _page("app_pages/guide.py", page="remedies.md", section="no-such-section")
+    assert "has no section" in app.warning[0].value
+    assert "# Remedies: keep tool results within budget" in _text(app)
+    links = re.findall(r"\]\((guide\?page=[^)]+)\)", _text(app))
+    assert links and all("github.com" not in link for link in links)
+    for outside in ("../README.md", "no-such-page.md"):
+        refused = _page("app_pages/guide.py", page=outside)
+        assert f"No page `{outside}`" in refused.error[0].value

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 import ctxledger
+from ctxledger_cli.agents.help_text import plain_help
 from ctxledger_cli.provider import ProviderStandIn, Step
 
 #: ``plain`` nothing lost, ``failure`` the seed's bug, ``remedy`` its fix.
@@ -43,7 +44,10 @@ def new_call_id(prefix: str) -> str:
 
 
 def parse_arguments(description: str, argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=description)
+    """The example's flags; ``description`` is its docstring (shown as plain text)."""
+    parser = argparse.ArgumentParser(
+        description=plain_help(description), formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument(
         "--provider-url",
         help="a running `ctxledger provider` (e.g. http://127.0.0.1:8765) scripted with this "

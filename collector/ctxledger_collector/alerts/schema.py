@@ -71,7 +71,10 @@ def _expand_env(value: Any) -> Any:
     if isinstance(value, str) and (match := _ENV_REFERENCE.fullmatch(value)):
         name = match.group(1)
         if name not in os.environ:
-            raise ValueError(f"environment variable {name} is not set (the value is ${{{name}}})")
+            raise ValueError(
+                f"environment variable {name} is not set (the value is ${{{name}}}): export it "
+                "in the shell that runs this check and the collector, or write the value here"
+            )
         return os.environ[name]
     return value
 
