@@ -58,6 +58,21 @@ def _own_resource(settings: Settings) -> Resource:
     return Resource.create(attributes)
 
 
+def _say_what_an_earlier_version_parked(folder: Path) -> None:
+    """Batches right in the spool folder were parked by a ctxledger that did not record
+    their collector: never sent (they might go to the wrong one), said once here."""
+    parked = parked_in(folder)
+    if parked is not None:
+        logger.warning(
+            "ctxledger: %s spans in %s were parked by an earlier ctxledger that did not "
+            "record their collector; they are not sent (`ctxledger spool list` shows them, "
+            "`ctxledger spool drop --folder %s` discards them)",
+            f"{parked.spans:,}",
+            folder,
+            folder,
+        )
+
+
 def _own_pipeline(
     settings: Settings, counter: DropCounter, after_cycle: Callable[[], None]
 ) -> tuple[TracerProvider, BufferedSpanProcessor] | None:
@@ -73,6 +88,7 @@ def _own_pipeline(
             counter,
             label=(DESTINATION_FILE, destination.description(settings.service_name)),
         )
+        _say_what_an_earlier_version_parked(Path(settings.spool_dir))
     # Our own exit hook shuts this provider down within a bounded time.
     provider = TracerProvider(resource=_own_resource(settings), shutdown_on_exit=False)
     processor = BufferedSpanProcessor(

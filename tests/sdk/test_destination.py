@@ -4,7 +4,10 @@ it; the folder's label names the credential headers, never their values."""
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
+
+import pytest
 
 from ctxledger._client import Client
 from ctxledger._destination import DESTINATION_FILE, Destination
@@ -76,3 +79,28 @@ def test_a_client_spools_in_its_destinations_folder_and_labels_it(tmp_path: Path
         assert (parked.spans, parked.files, parked.url) == (3, 1, label["url"])
     finally:
         client.shutdown(timeout_s=0.5, say_what_is_parked=False)
+
+
+def test_batches_an_earlier_version_parked_are_named_once_and_never_sent(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    legacy = tmp_path / "01796684551462260972-5344-10cf628e-00000002-62.otlp"
+    legacy.write_bytes(b"an earlier version's batch, for an unknown collector")
+    settings = Settings.resolve(
+        service_name="svc", endpoint="http://127.0.0.1:9", spool_dir=tmp_path, env={}
+    )
+    with caplog.at_level(logging.WARNING, logger="ctxledger"):
+        client = Client(settings)
+    try:
+        assert client._processor is not None and client._processor.spool is not None
+        assert client._processor.spool.claim() is None  # not in this destination's folder
+        assert client.parked() is None
+    finally:
+        client.shutdown(timeout_s=0.5, say_what_is_parked=False)
+    warned = [r.getMessage() for r in caplog.records if "earlier ctxledger" in r.getMessage()]
+    assert warned == [
+        f"ctxledger: 62 spans in {tmp_path} were parked by an earlier ctxledger that did not "
+        "record their collector; they are not sent (`ctxledger spool list` shows them, "
+        f"`ctxledger spool drop --folder {tmp_path}` discards them)"
+    ]
+    assert legacy.exists()
