@@ -32,7 +32,7 @@ lint: install
 	$(BIN)/mypy
 
 test: lint
-	$(BIN)/python -m pytest -q -n 4 --dist loadfile
+	$(BIN)/python -m pytest -q -n 4 --dist loadfile --durations=25
 
 bench: install
 	$(BIN)/python bench/sdk_overhead.py

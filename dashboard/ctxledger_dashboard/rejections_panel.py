@@ -39,6 +39,14 @@ def _table(rows: list[dict[str, Any]]) -> pd.DataFrame:
     )
 
 
+def _kept(data: dict[str, Any]) -> str:
+    """How long (or how many) the collector keeps them listed."""
+    days = float(data.get("max_age_s") or 0) / 86_400
+    age = f"each listed for {days:g} day{'s' * (days != 1)}" if days else "listed"
+    kept = data.get("kept")
+    return age if kept is None else f"{age}, at most the newest {kept:,}"
+
+
 def rejected_spans() -> None:
     data = fetch("rejections", limit=SHOWN)
     if data is None:  # a collector from before the rejections API
@@ -55,8 +63,8 @@ def rejected_spans() -> None:
     reasons = ", ".join(f"{code(reason)} {count:,}" for reason, count in by_reason.most_common())
     shown = f"the newest {len(rows):,} of {data['total']:,}" if data["total"] > len(rows) else ""
     st.warning(
-        f"**{plural(data['total'], 'span')} rejected at ingest** (kept: the newest "
-        f"{data['kept']:,}). By reason{' in ' + shown if shown else ''}: {reasons}. Standard "
+        f"**{plural(data['total'], 'span')} rejected at ingest** ({_kept(data)}). "
+        f"By reason{' in ' + shown if shown else ''}: {reasons}. Standard "
         "OpenTelemetry exporters do not report these to the application.",
         icon=":material/block:",
     )

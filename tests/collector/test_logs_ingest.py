@@ -237,3 +237,21 @@ def test_the_span_limits_hold_for_log_records(tmp_path: Any) -> None:
         assert sorted(r["reason"] for r in listed) == ["too_many_attributes", "value_too_long"]
         assert all(r["span_id"].startswith("log:") for r in listed)  # no span id: a digest
     assert {r.call_id for r in _stored(url)} == {"toolu_0", "toolu_3"}
+
+
+@pytest.mark.parametrize("number", ["1e400", "-1e400", "1" * 100_000, "NaN"])
+def test_a_json_record_holding_a_number_no_record_can_hold_is_rejected_alone(
+    collector: LiveCollector, collector_settings: Settings, number: str
+) -> None:
+    records = [_json_record(i, f"result {i}") for i in range(100)]
+    records[41]["attributes"].append({"key": "x.big", "value": {"doubleValue": "BIG"}})
+    text = json.dumps({"resourceLogs": [{"scopeLogs": [{"logRecords": records}]}]})
+    answer = _post(collector, text.replace('"BIG"', number).encode(), JSON_TYPE)
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["partialSuccess"]["rejectedLogRecords"] == "1"
+    stored = {r.call_id for r in _stored(collector_settings.database_url)}
+    assert stored == {f"call_{i}" for i in range(100) if i != 41}
+    with collector.client() as http:
+        listed = http.get("/api/v1/rejections").json()["rejections"]
+    assert [r["reason"] for r in listed] == ["malformed_span"]
+    assert "a number no span can hold" in listed[0]["detail"]

@@ -7,15 +7,21 @@ A live collector on SQLite and PostgreSQL, bodies sent over real HTTP."""
 from __future__ import annotations
 
 import json
+import time
+from pathlib import Path
 from typing import Any
 
+import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from sqlalchemy import Engine, create_engine
 
 from ctxledger import semconv as sc
-from ctxledger_collector.decoded.rejection_codes import REASONS
+from ctxledger.verdicts.duplicates import span_id_of
+from ctxledger_collector.decoded.rejection_codes import REASONS, Rejection
 from ctxledger_collector.ingest.otlp_decode import decode_export_request
 from ctxledger_collector.ops.settings import Settings
+from ctxledger_collector.storage.rejection_log import read_rejections, record_rejections
 from tests.collector import otlp_payloads as op
 from tests.collector.live_collector import LiveCollector
 from tests.collector.test_ingest import (
@@ -192,20 +198,68 @@ def test_request_limits_answer_413_and_bad_values_never_500(database_url: str) -
         assert _rejections(collector)[0]["reason"] == "malformed_span"
 
 
-def test_past_the_request_time_limit_the_rest_is_rejected_not_lost(database_url: str) -> None:
-    # Any export takes longer than a nanosecond: the first chunk is stored, then no more.
-    settings = _limited(database_url, ingest_chunk_spans=4, ingest_request_timeout_s=1e-9)
+def _stored_span_ids(database_url: str) -> set[str]:
+    engine = create_engine(database_url)
+    try:
+        with engine.connect() as connection:
+            numbers = [
+                row[0]
+                for table in ("measurements", "manifests")
+                for row in connection.exec_driver_sql(f"SELECT span_number FROM {table}")
+            ]
+    finally:
+        engine.dispose()
+    return {span_id_of(number) for number in numbers}
+
+
+def test_past_the_request_time_limit_the_export_is_kept_in_the_spool_and_stored_whole(
+    database_url: str, tmp_path: Path
+) -> None:
+    # Any export takes longer than a nanosecond: the first chunk is stored in the request,
+    # then the whole export goes to the spool, and the replayer stores the rest.
+    settings = _limited(
+        database_url,
+        ingest_chunk_spans=4,
+        ingest_request_timeout_s=1e-9,
+        ingest_spool_dir=str(tmp_path / "spool"),
+    )
     with LiveCollector(settings) as collector:
         trace = op.new_trace_id()
         spans = [s for i in range(3) for s in op.journey_spans(f"call_{i}", f"req_{i}")]
         answer = post(collector, op.proto_body(trace, spans))
         assert answer.status_code == 200, answer.text
         partial = ExportTraceServiceResponse.FromString(answer.content).partial_success
-        assert partial.rejected_spans == len(spans) - 4
-        assert {r["tool_call_id"] for r in reports(collector, trace)} == {"call_0"}
-        rejected = {r["span_id"] for r in _rejections(collector, reason="request_deadline")}
-        assert len(rejected) == len(spans) - 4
-        assert {s.span_id.hex() for s in spans[4:]} == rejected  # exactly those not stored
+        assert partial.rejected_spans == 0
+        sent = {s.span_id.hex() for s in spans}
+        deadline = time.monotonic() + 30
+        while _stored_span_ids(database_url) != sent:
+            assert time.monotonic() < deadline, "the spooled export was not stored"
+            time.sleep(0.05)
+        assert {r["tool_call_id"] for r in reports(collector, trace)} == {
+            "call_0",
+            "call_1",
+            "call_2",
+        }
+        assert _rejections(collector) == []
+        kept = ("ctxledger_ingest_spooled_total", frozenset({("outcome", "kept")}))
+        assert metric_samples(collector)[kept] == 1
+
+
+def test_past_the_request_time_limit_without_a_spool_the_export_is_stored_in_the_request(
+    database_url: str,
+) -> None:
+    settings = _limited(
+        database_url, ingest_chunk_spans=4, ingest_request_timeout_s=1e-9, ingest_spool_dir="off"
+    )
+    with LiveCollector(settings) as collector:
+        trace = op.new_trace_id()
+        spans = [s for i in range(3) for s in op.journey_spans(f"call_{i}", f"req_{i}")]
+        answer = post(collector, op.proto_body(trace, spans))
+        assert answer.status_code == 200, answer.text
+        partial = ExportTraceServiceResponse.FromString(answer.content).partial_success
+        assert partial.rejected_spans == 0
+        assert _stored_span_ids(database_url) == {s.span_id.hex() for s in spans}  # answered
+        assert _rejections(collector) == []
 
 
 def test_only_the_newest_rejections_are_kept(database_url: str) -> None:
@@ -286,3 +340,53 @@ def test_bad_text_in_a_resource_rejects_its_spans_and_keeps_the_other_resources(
         stored = {m.measurement.span_id for m in batch.measurements}
         stored |= {m.manifest.span_id for m in batch.manifests}
         assert stored == {s.span_id.hex() for s in good}, encoding
+
+
+def test_rejections_are_listed_until_they_age_out_however_many(database_engine: Engine) -> None:
+    """No count bound by default: 12,000 refused spans (more than the 10,000 kept before)
+    all stay listed; a row leaves only once older than the age limit."""
+    week = 7 * 86_400.0
+    old = [Rejection(f"{i:032x}", f"{i:016x}", "missing x", "contract") for i in range(12_000)]
+    record_rejections(database_engine, old, None, now=1_000.0, max_age_s=week)
+    fresh = [
+        Rejection(f"{i:032x}", f"{i:016x}", "missing y", "contract") for i in range(12_000, 12_010)
+    ]
+    record_rejections(database_engine, fresh, None, now=1_000.0 + week - 1, max_age_s=week)
+    with database_engine.connect() as connection:
+        assert read_rejections(connection, 1).total == 12_010  # none old enough yet
+    later = [
+        Rejection(f"{i:032x}", f"{i:016x}", "missing z", "contract") for i in range(12_010, 12_011)
+    ]
+    record_rejections(database_engine, later, None, now=1_000.0 + week + 120, max_age_s=week)
+    with database_engine.connect() as connection:
+        page = read_rejections(connection, 1000)
+    assert page.total == 11  # the first 12,000 aged out; the newer 11 stay
+    assert {row["span_id"] for row in page.rows} == {f"{i:016x}" for i in range(12_000, 12_011)}
+
+
+@pytest.mark.parametrize(
+    ("field", "number"),
+    [("doubleValue", "1e400"), ("intValue", "1e400"), ("intValue", "9" * 100_000)],
+)
+def test_a_json_span_holding_a_number_no_span_can_hold_is_rejected_alone(
+    database_url: str, field: str, number: str
+) -> None:
+    settings = _limited(database_url, max_spans_per_request=1_000)
+    with LiveCollector(settings) as collector:
+        trace = op.new_trace_id()
+        spans = [s for i in range(20) for s in op.journey_spans(f"call_{i}", f"req_{i}")]
+        document = json.loads(op.json_body(trace, spans))
+        listed = document["resourceSpans"][0]["scopeSpans"][0]["spans"]
+        assert len(listed) == 100
+        listed[37]["attributes"].append({"key": "x.big", "value": {field: "BIG"}})
+        body = json.dumps(document).replace('"BIG"', number).encode()
+        answer = post(collector, body, op.JSON_TYPE)
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["partialSuccess"]["rejectedSpans"] == "1"
+        rejected = _rejections(collector)
+        assert [(r["span_id"], r["reason"]) for r in rejected] == [
+            (listed[37]["spanId"], "malformed_span")
+        ]
+        assert _stored_span_ids(database_url) == {s.span_id.hex() for s in spans} - {
+            listed[37]["spanId"]
+        }

@@ -59,9 +59,11 @@ def make_batch(journeys: int) -> Batch:
     provider.shutdown()
     spans = memory.get_finished_spans()
     ids = frozenset(
-        format(s.get_span_context().span_id, "016x")
+        format(s.context.span_id, "016x")
         for s in spans
-        if s.attributes and (sc.STAGE in s.attributes or sc.REQUEST_ID in s.attributes)
+        if s.context is not None
+        and s.attributes
+        and (sc.STAGE in s.attributes or sc.REQUEST_ID in s.attributes)
     )
     return Batch(spans, ids)
 
@@ -106,7 +108,7 @@ class Load:
                     batch.ids
                 )
             self._stop.wait(self.pause_s)
-        exporter.shutdown()
+        exporter.shutdown()  # type: ignore[no-untyped-call]
 
     def wait_for_exports(self, count: int, timeout_s: float = 60.0) -> None:
         deadline = time.monotonic() + timeout_s

@@ -26,7 +26,9 @@ TOO_MANY_ATTRIBUTES = "too_many_attributes"
 VALUE_TOO_LONG = "value_too_long"
 #: An ``AnyValue`` nested (arrays, key/value lists) deeper than allowed.
 NESTING_TOO_DEEP = "nesting_too_deep"
-#: The export ran past the request time limit; the spans not yet stored were refused.
+#: Given before 2026-12-08 to the spans of an export past the request time limit that were
+#: not yet stored; since then such an export is kept in the ingest spool and stored whole.
+#: Rows written before may still carry it.
 REQUEST_DEADLINE = "request_deadline"
 
 REASONS: tuple[str, ...] = (

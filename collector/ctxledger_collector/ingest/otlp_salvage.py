@@ -1,9 +1,11 @@
-"""Exports whose text is not all valid Unicode: the spans (or log records) that hold the
-bad text are rejected alone, the rest of the export is kept.
+"""Exports whose text is not all valid Unicode, or (JSON) holding a number no span can
+hold: the spans (or log records) that hold it are rejected alone, the rest of the export
+is kept.
 
 Only called when a whole-body parse failed. A protobuf string field with invalid UTF-8
-fails the parse of the whole message in the protobuf runtime, and invalid UTF-8 bytes or
-a lone surrogate (``\\ud800``) fail a JSON body's parse. Here the body is split instead:
+fails the parse of the whole message in the protobuf runtime, and invalid UTF-8 bytes, a
+lone surrogate (``\\ud800``), a number past a double's range (``1e400``), a bare integer
+of thousands of digits or ``NaN`` fail a JSON body's parse. Here the body is split instead:
 protobuf at the wire level (``resource_spans`` → ``scope_spans`` → ``spans``, or
 ``resource_logs`` → ``scope_logs`` → ``log_records``: the same field numbers), each part
 parsed on its own; JSON read leniently, each item checked for text that is not Unicode.
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -211,12 +214,49 @@ def _varint_bytes(value: int) -> bytes:
 # --- JSON -----------------------------------------------------------------------------
 
 
-def _is_text(value: Any) -> bool:
+_BAD_NUMBER = "a number no span can hold (past a double's range, NaN, or thousands of digits)"
+#: Digits of the longest integer read as a number (OTLP's 64-bit ones need 20).
+_MAX_DIGITS = 100
+
+
+class _Unreadable:
+    """Stands in the document for a number no span can hold."""
+
+
+_UNREADABLE = _Unreadable()
+
+
+def _number(text: str) -> Any:
+    value = float(text)
+    return _UNREADABLE if math.isinf(value) or math.isnan(value) else value
+
+
+def _integer(text: str) -> Any:
+    return _UNREADABLE if len(text.lstrip("-")) > _MAX_DIGITS else int(text)
+
+
+def _flag_unreadable(value: Any) -> None:
+    if value is _UNREADABLE:
+        raise _UnreadableFound
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+class _UnreadableFound(Exception):
+    pass
+
+
+def _problem(value: Any) -> str | None:
+    """Why ``value`` cannot be read as OTLP JSON, or None."""
     try:
-        orjson.dumps(value)
-    except TypeError:  # orjson.JSONEncodeError: a lone surrogate somewhere inside
-        return False
-    return True
+        orjson.dumps(value, default=_flag_unreadable)
+    except TypeError as error:  # orjson.JSONEncodeError
+        found = isinstance(error.__cause__, _UnreadableFound)
+        return _BAD_NUMBER if found else _BAD_TEXT  # else a lone surrogate inside
+    return None
+
+
+def _is_text(value: Any) -> bool:
+    return _problem(value) is None
 
 
 def salvage_json(
@@ -225,7 +265,12 @@ def salvage_json(
     """The document without the items holding text that is not Unicode, and their
     rejections; None when the body is not JSON even so."""
     try:
-        document = json.loads(body.decode("utf-8", "surrogateescape"))
+        document = json.loads(
+            body.decode("utf-8", "surrogateescape"),
+            parse_float=_number,
+            parse_int=_integer,
+            parse_constant=lambda _name: _UNREADABLE,
+        )
     except (ValueError, RecursionError):
         return None
     rejected: list[Rejection] = []
@@ -235,16 +280,16 @@ def salvage_json(
         if not isinstance(resource, dict):
             continue
         outer = {k: v for k, v in resource.items() if k != signal.scopes_key}
-        problem = None if _is_text(outer) else f"its resource: {_BAD_TEXT}"
+        problem = _in("its resource", _problem(outer))
         service = None if problem else _service_or_none(outer)
         for scope in resource.get(signal.scopes_key) or []:
             if not isinstance(scope, dict) or not isinstance(scope.get(signal.items_key), list):
                 continue
             header = {k: v for k, v in scope.items() if k != signal.items_key}
-            reason = problem or (None if _is_text(header) else f"its scope: {_BAD_TEXT}")
+            reason = problem or _in("its scope", _problem(header))
             kept = []
             for item in scope[signal.items_key]:
-                item_reason = reason or (None if _is_text(item) else _BAD_TEXT)
+                item_reason = reason or _problem(item)
                 if item_reason is None:
                     kept.append(item)
                 else:
@@ -253,6 +298,10 @@ def salvage_json(
         if problem is not None:
             resource.pop("resource", None)
     return document, rejected
+
+
+def _in(where: str, problem: str | None) -> str | None:
+    return None if problem is None else f"{where}: {problem}"
 
 
 def _service_or_none(resource_spans: dict[str, Any]) -> str | None:

@@ -56,9 +56,9 @@ class IngestSettings(BaseSettings):
     ingest_request_timeout_s: float = Field(
         default=30.0,
         gt=0,
-        description="an export still being stored this long after it arrived stores no "
-        "further chunk: its remaining spans are rejected (reason request_deadline, counted "
-        "and listed), the rest is kept; the first chunk is always stored",
+        description="an export still being stored this long after it arrived is kept "
+        "whole in the ingest spool (fsynced) and answered 200, the replayer stores the "
+        "rest; without a spool that can take it, it is stored in the request to its end",
     )
     max_spans_per_request: int = Field(
         default=100_000, ge=1, description="spans one export may hold; more is answered 413"
@@ -93,11 +93,18 @@ class IngestSettings(BaseSettings):
         "(an array of strings is 1); a span nested deeper is rejected alone "
         "(nesting_too_deep)",
     )
-    rejections_kept: int = Field(
-        default=10_000,
+    rejections_kept: int | None = Field(
+        default=None,
         ge=0,
-        description="rejected spans kept for GET /api/v1/rejections (the newest; 0 keeps "
-        "none, the metric still counts them)",
+        description="at most this many rejected spans kept for GET /api/v1/rejections (the "
+        "newest; 0 keeps none, the metric still counts them); unset: no bound by count, "
+        "rows leave by age only, so every refused span stays listed that long",
+    )
+    rejections_max_age_s: float = Field(
+        default=7 * 86_400.0,
+        gt=0,
+        description="how long a rejected span stays listed at GET /api/v1/rejections "
+        "(looked for once a minute; default 7 days)",
     )
     ingest_spool_dir: str = Field(
         default="",

@@ -29,5 +29,11 @@ class RejectionsPublic(Public):
     rejections: list[RejectionPublic]
     total: int = Field(description="rejections kept that match the filters")
     next_before: int | None = Field(description="pass as before= for the next page")
-    kept: int = Field(description="how many of the newest rejections the collector keeps")
+    kept: int | None = Field(
+        description="how many of the newest rejections the collector keeps; null: no bound "
+        "by count (CTXLEDGER_REJECTIONS_KEPT unset), they leave by age only"
+    )
+    max_age_s: float = Field(
+        description="how long a rejection stays listed (CTXLEDGER_REJECTIONS_MAX_AGE_S)"
+    )
     reasons: list[str] = Field(description="every reason code there is")

@@ -15,7 +15,7 @@ from sqlalchemy.exc import StatementError
 from ctxledger_collector.decoded.batch import DecodedBatch
 from ctxledger_collector.decoded.rejection_codes import Rejection
 from ctxledger_collector.ingest.admission import Busy, Reservation
-from ctxledger_collector.ingest.deadline import RequestClock, past_deadline
+from ctxledger_collector.ingest.deadline import RequestClock
 from ctxledger_collector.ingest.otlp_decode import (
     LOGS,
     TRACES,
@@ -24,7 +24,7 @@ from ctxledger_collector.ingest.otlp_decode import (
     TooManySpans,
     decode_export_chunks,
 )
-from ctxledger_collector.ingest.spool import SpooledExport
+from ctxledger_collector.ingest.spool import Offer, SpooledExport
 from ctxledger_collector.ingest.spool_replay import Discarded, StorageUnavailable
 from ctxledger_collector.routes.otlp_answers import (
     GRPC_INVALID_ARGUMENT,
@@ -96,8 +96,17 @@ def _store_export(
         return _spool_export(state, received, gzipped, media, signal, on_growth=on_growth)
     if gzipped:
         body = gunzip(body, state.settings.max_decompressed_bytes, on_growth)
+    kept_late: list[DecodedBatch] = []
+
+    def hand_over() -> bool:
+        """Past the deadline: the whole export to the spool (True once it is on disk)."""
+        outcome, checked = _offer_to_spool(state, received, gzipped, media, signal, body)
+        if outcome == "kept":
+            kept_late.append(checked)
+        return outcome == "kept"
+
     try:
-        stored = _decode_and_store(state, body, media, signal, clock)
+        stored = _decode_and_store(state, body, media, signal, clock, hand_over=hand_over)
     except MalformedRequest as error:
         raise RequestRejected(400, str(error), GRPC_INVALID_ARGUMENT) from error
     except TooManySpans as error:
@@ -107,7 +116,15 @@ def _store_export(
             raise
         logger.warning("ctxledger collector: storage unavailable: %s", error)
         return _spool_export(state, received, gzipped, media, signal, body)
+    if kept_late:  # the spool stores the rest: what was refused so far, and in the rest
+        return success_answer(media, _merged(stored, kept_late[0]), signal)
     return success_answer(media, stored, signal)
+
+
+def _merged(stored: DecodedBatch, checked: DecodedBatch) -> DecodedBatch:
+    """The rejections of the chunks stored and of the whole export's check, each span once."""
+    unique = {(r.trace_id, r.span_id): r for r in (*stored.rejected, *checked.rejected)}
+    return DecodedBatch(rejected=list(unique.values()))
 
 
 def _inflation_budget(
@@ -131,9 +148,12 @@ def _decode_and_store(
     signal: Signal,
     clock: RequestClock | None = None,
     replayed: bool = False,
+    hand_over: Callable[[], bool] | None = None,
 ) -> DecodedBatch:
     """Store a decompressed body chunk by chunk; what was rejected, with reasons (listed
-    and counted, marked ``replayed`` for a spooled export's replay).
+    and counted, marked ``replayed`` for a spooled export's replay). Past the request
+    time limit the export is handed over (``hand_over``: the spool keeps all of it) and
+    storing stops; if it cannot be, storing goes on (:mod:`..deadline`).
     Raises MalformedRequest, TooManySpans, and StatementError on an outage."""
     stored = DecodedBatch()
     settings = state.settings
@@ -149,12 +169,18 @@ def _decode_and_store(
     for chunk in chunks:
         if clock is not None and state.drain.answered:
             break  # answered 503 at shutdown: the client sends the whole export again
-        if clock is None or clock.may_store():
-            done = _store(state, fit_to_columns(chunk))
-            if clock is not None:
-                clock.chunks_stored += 1
-        else:
-            done = past_deadline(chunk, settings.ingest_request_timeout_s)
+        if clock is not None and clock.past_deadline():
+            if hand_over is not None and hand_over():
+                break  # kept in the spool whole: the replayer stores the rest
+            clock.spool_refused = True
+            logger.warning(
+                "ctxledger collector: an export ran past CTXLEDGER_INGEST_REQUEST_TIMEOUT_S "
+                "(%g s) and the spool cannot take it; it is stored in the request to its end",
+                settings.ingest_request_timeout_s,
+            )
+        done = _store(state, fit_to_columns(chunk))
+        if clock is not None:
+            clock.chunks_stored += 1
         _count_spans(state, done, signal)
         _log_rejections(state, done.rejected, replayed)
         stored.rejected.extend(done.rejected)
@@ -168,7 +194,14 @@ def _log_rejections(state: AppState, rejected: list[Rejection], replayed: bool) 
     for code, count in reason_counts(rejected).items():
         state.metrics.rejected_spans.labels(code).inc(count)
     try:
-        record_rejections(state.engine, rejected, state.settings.rejections_kept, replayed=replayed)
+        settings = state.settings
+        record_rejections(
+            state.engine,
+            rejected,
+            settings.rejections_kept,
+            replayed=replayed,
+            max_age_s=settings.rejections_max_age_s,
+        )
     except StatementError as error:
         if is_storage_outage(error):
             raise
@@ -192,6 +225,29 @@ def _spool_export(
     if body is None:
         limit = state.settings.max_decompressed_bytes
         body = gunzip(received, limit, on_growth) if gzipped else received
+    outcome, checked = _offer_to_spool(state, received, gzipped, media, signal, body)
+    if outcome == "kept":
+        return success_answer(media, checked, signal)
+    why = {
+        "off": "",
+        "full": " and the spool is full",
+        "failed": " and the spool cannot be written",
+    }
+    return error_answer(
+        media,
+        503,
+        f"storage unavailable{why[outcome]}; the batch was not stored, retry",
+        GRPC_UNAVAILABLE,
+        **{"Retry-After": str(state.settings.retry_after_s)},
+    )
+
+
+def _offer_to_spool(
+    state: AppState, received: bytes, gzipped: bool, media: str, signal: Signal, body: bytes
+) -> tuple[Offer, DecodedBatch]:
+    """Decode the export (``body``, decompressed) to check it and count its spans, then
+    offer it, as ``received``, to the spool: the spool's answer and what it would reject.
+    Raises RequestRejected for a body that does not decode."""
     checked = DecodedBatch()
     spans = 0
     try:
@@ -212,22 +268,9 @@ def _spool_export(
         raise RequestRejected(413, str(error), GRPC_RESOURCE_EXHAUSTED) from error
     outcome = state.spool.offer(SpooledExport(received, media, gzipped, signal), spans)
     state.metrics.spooled.labels(outcome).inc()
-    if outcome == "kept":
-        if state.replayer is not None:
-            state.replayer.wake()
-        return success_answer(media, checked, signal)
-    why = {
-        "off": "",
-        "full": " and the spool is full",
-        "failed": " and the spool cannot be written",
-    }
-    return error_answer(
-        media,
-        503,
-        f"storage unavailable{why[outcome]}; the batch was not stored, retry",
-        GRPC_UNAVAILABLE,
-        **{"Retry-After": str(state.settings.retry_after_s)},
-    )
+    if outcome == "kept" and state.replayer is not None:
+        state.replayer.wake()
+    return outcome, checked
 
 
 def replay_spooled(state: AppState, export: SpooledExport) -> None:

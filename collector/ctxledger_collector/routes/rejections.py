@@ -20,7 +20,7 @@ Reason = Literal[REASONS]  # type: ignore[valid-type]
 @router.get(
     "/rejections",
     response_model=RejectionsPublic,
-    summary="Spans rejected at ingest, newest first (the most recent are kept)",
+    summary="Spans rejected at ingest, newest first (each kept for a week by default)",
 )
 def get_rejections(
     state: StateDep,
@@ -39,5 +39,6 @@ def get_rejections(
         "total": page.total,
         "next_before": page.next_before,
         "kept": state.settings.rejections_kept,
+        "max_age_s": state.settings.rejections_max_age_s,
         "reasons": list(REASONS),
     }

@@ -1,10 +1,12 @@
-"""The log of rejected spans behind ``GET /api/v1/rejections``: the newest ``keep`` kept.
+"""The log of rejected spans behind ``GET /api/v1/rejections``, kept ``max_age_s``.
 
 Stock OTLP exporters ignore ``partial_success``, and its message names only a few spans,
 so every rejection is also written here (one row per trace id and span id: a replayed
 rejection updates its row instead of adding one) and counted by reason in ``/metrics``.
 Rows are written after the chunk they belong to is stored and before the export is
-answered; what is older than the newest ``keep`` rows is deleted in the same transaction.
+answered. A row is deleted only once it is older than ``max_age_s`` (looked for at most
+once a minute per process), so "span ids sent = stored ∪ listed" holds for that long,
+however many spans are refused; a count bound (``keep``) is there only for who sets it.
 A span refused while the spool replays an export acknowledged during an outage is written
 the same way, marked ``replayed`` (its client was answered before the database saw it).
 """
@@ -65,16 +67,31 @@ def _prune(connection: Connection, keep: int) -> None:
     connection.execute(delete(REJECTIONS).where(REJECTIONS.c.id < oldest_kept))
 
 
+#: How often the rows past their age are looked for (per process and database).
+_AGE_PRUNE_EVERY_S = 60.0
+_last_age_prune: dict[str, float] = {}
+
+
+def _prune_by_age(connection: Connection, max_age_s: float, now: float) -> None:
+    key = str(connection.engine.url)
+    if now - _last_age_prune.get(key, float("-inf")) < _AGE_PRUNE_EVERY_S:
+        return
+    _last_age_prune[key] = now
+    connection.execute(delete(REJECTIONS).where(REJECTIONS.c.rejected_at < now - max_age_s))
+
+
 def record_rejections(
     engine: Engine,
     rejections: Sequence[Rejection],
-    keep: int,
+    keep: int | None,
     now: float | None = None,
     replayed: bool = False,
+    max_age_s: float | None = None,
 ) -> None:
-    """Write the rejections (one transaction), keeping the newest ``keep`` rows;
+    """Write the rejections (one transaction), deleting rows older than ``max_age_s``
+    (and past the newest ``keep``, when a count bound is set; 0 lists none);
     ``replayed``: refused while a spooled export was replayed."""
-    if not rejections or keep <= 0:
+    if not rejections or keep == 0:
         return
     stamp = time.time() if now is None else now
     unique = {(r.trace_id, r.span_id): r for r in rejections}  # one row per span
@@ -83,7 +100,10 @@ def record_rejections(
     rows = list({(row["trace_id"], row["span_id"]): row for row in rows}.values())
     with engine.begin() as connection:
         _upsert(connection, rows)
-        _prune(connection, keep)
+        if keep is not None:
+            _prune(connection, keep)
+        if max_age_s is not None:
+            _prune_by_age(connection, max_age_s, stamp)
 
 
 @dataclass(frozen=True)
