@@ -33,6 +33,7 @@ from ctxledger_collector.routes import alerts as alert_routes
 from ctxledger_collector.routes import errors, health, ingest, queries, rejections, stats
 from ctxledger_collector.routes.access import READ_KEY_NEEDED
 from ctxledger_collector.routes.ingest_storage import replay_spooled
+from ctxledger_collector.routes.readable_json import NoSniff, ReadableJSONResponse
 from ctxledger_collector.routes.state import AppState
 from ctxledger_collector.storage.database import is_storage_outage, make_engine
 from ctxledger_collector.storage.partitions import ensure_ahead
@@ -206,12 +207,14 @@ def create_app(settings: Settings | None = None, exit_deadline_s: float | None =
     # fetches its vendor's logo from a CDN.
     app = FastAPIOffline(
         redoc_url=None,
+        default_response_class=ReadableJSONResponse,
         title="ctxledger collector",
         version=__version__,
         summary="Receives OTLP measurements of tool results and judges every journey.",
         lifespan=lifespan,
     )
     app.state.ctxledger = state
+    app.add_middleware(NoSniff)
     app.include_router(ingest.router)
     app.include_router(queries.router, dependencies=READ_KEY_NEEDED)
     app.include_router(stats.router, dependencies=READ_KEY_NEEDED)

@@ -14,9 +14,10 @@ Public for every place a name is shown to a person: the dashboard and the comman
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
-__all__ = ["visible"]
+__all__ = ["escape_invisible_in_json", "visible"]
 
 _ESCAPED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 #: Letters and marks that draw as nothing: the combining grapheme joiner, the Hangul
@@ -41,3 +42,36 @@ def visible(text: object) -> str:
     if text.isprintable() and not any(ord(c) in _BLANK_LOOKING for c in text):
         return text  # the common case: isprintable() is False for every Cc, Cf, Zl, Zp, Cs
     return "".join(_shown(char) for char in text)
+
+
+#: What :func:`escape_invisible_in_json` escapes: C1 controls and DEL, the soft hyphen,
+#: the Arabic number signs and letter mark, the Mongolian vowel separator, zero-width
+#: characters and marks, the line and paragraph separators, the bidi embeddings,
+#: overrides and isolates, invisible operators, the BOM, the interlinear annotations,
+#: the tags, and lone surrogates.
+_INVISIBLE_IN_JSON = re.compile(
+    "[\u007f-\u009f\u00ad\u0600-\u0605\u061c\u06dd\u070f\u180e\u200b-\u200f"
+    "\u2028-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb\U000e0000-\U000e007f"
+    "\ud800-\udfff]"
+)
+
+
+def _json_escape(found: re.Match[str]) -> str:
+    return f"\\u{ord(found.group(0)):04x}"
+
+
+def escape_invisible_in_json(text: str) -> str:
+    """A JSON document's text with its invisible and reordering characters written as
+    ``\\uXXXX`` escapes: a parser reads the same strings, a person reading the raw text
+    (a log line, ``curl``) sees the escape instead of a reversed or hidden name. Only
+    for JSON text, where these characters can only be inside strings (and a character
+    past U+FFFF here is a tag, escaped as its surrogate pair)."""
+    return _INVISIBLE_IN_JSON.sub(_json_escape_pair, text)
+
+
+def _json_escape_pair(found: re.Match[str]) -> str:
+    code = ord(found.group(0))
+    if code <= 0xFFFF:
+        return _json_escape(found)
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"

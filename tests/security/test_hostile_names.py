@@ -370,3 +370,53 @@ def test_the_reports_command_shows_bidi_and_invisible_characters_as_visible_esca
     assert "call⟨U+202A⟩⟨U+2066⟩⟨U+200E⟩⟨U+2060⟩⟨U+00AD⟩" in printed
     assert not set(INVISIBLE) & set(printed)
     assert printed.splitlines()[-1] == "1 shown of 1 reports"
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/api/v1/runs/{trace}", "/api/v1/reports", "/api/v1/stats/breakdown", "/api/v1/rejections"],
+)
+def test_json_answers_escape_invisible_characters_and_say_nosniff(stand: Stand, path: str) -> None:
+    """The raw bytes of every answer hold no bidi control or invisible character (a person
+    reading ``curl`` output sees ``\\u202e``), and parse to the very same names."""
+    answer = httpx.get(
+        stand.collector.url + path.format(trace=stand.trace_id),
+        params={"limit": 500} if "{" not in path else {},
+        headers={"authorization": f"Bearer {READ_KEY}"},
+        timeout=30,
+    )
+    assert answer.status_code == 200, answer.text
+    assert answer.headers["x-content-type-options"] == "nosniff"
+    raw = answer.content.decode("utf-8")
+    assert not set(raw) & set(INVISIBLE.replace("\x1b", "")), path
+    names = json.dumps(answer.json(), ensure_ascii=False)
+    if "rejections" in path:
+        assert "\\u202b" in raw  # the hostile service of the rejected span, escaped
+        services = {r["service_name"] for r in answer.json()["rejections"]}
+        assert INVISIBLE_SERVICE in services  # read back as it is
+    else:
+        assert "\\u202eevil\\u200b" in raw  # the hostile tool, escaped
+        assert TOOLS[3] in names  # and read back as it is
+
+
+def test_every_answer_says_nosniff(stand: Stand) -> None:
+    for path in ("/healthz", "/readyz", "/metrics", "/openapi.json"):
+        assert httpx.get(stand.collector.url + path).headers["x-content-type-options"] == (
+            "nosniff"
+        ), path
+    refused = httpx.post(stand.collector.url + "/v1/traces", content=b"x")
+    assert refused.headers["x-content-type-options"] == "nosniff"
+
+
+def test_the_alert_log_writes_invisible_characters_as_escapes(tmp_path: Any) -> None:
+    from ctxledger_collector.alerts.config import LogSink
+    from ctxledger_collector.alerts.sinks import send
+
+    log = tmp_path / "alerts.jsonl"
+    payload = {"tool": INVISIBLE_TOOL, "agent": INVISIBLE_AGENT, "c1": "csi\u009b[31m"}
+    with httpx.Client() as http:
+        send(LogSink(type="log", path=str(log)), "wh_1", payload, http)
+    line = log.read_text(encoding="utf-8")
+    assert not set(line) & set(INVISIBLE + "\u009b")
+    assert "safe\\u202etxt.exe" in line and "csi\\u009b[31m" in line
+    assert json.loads(line)["ctxledger_alert"] == payload

@@ -8,6 +8,7 @@ from typing import Any
 
 import httpx
 
+from ctxledger.visible import escape_invisible_in_json
 from ctxledger.webhooks import signed_headers
 from ctxledger_collector.alerts.config import LogSink, SlackSink, WebhookSink
 from ctxledger_collector.alerts.destination_guard import RefusedDestination, pin_destination
@@ -54,8 +55,8 @@ def send(sink: Sink, webhook_id: str, payload: dict[str, Any], http: httpx.Clien
     elif isinstance(sink, SlackSink):
         _post(http, sink, {}, json=slack_message(payload))
     else:
-        line = json.dumps(
-            {"ctxledger_alert": payload, "webhook_id": webhook_id}, ensure_ascii=False
+        line = escape_invisible_in_json(
+            json.dumps({"ctxledger_alert": payload, "webhook_id": webhook_id}, ensure_ascii=False)
         )
         if sink.path:
             with open(sink.path, "a", encoding="utf-8") as log_file:

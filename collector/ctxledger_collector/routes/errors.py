@@ -6,9 +6,9 @@ from __future__ import annotations
 import logging
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
 from sqlalchemy.exc import SQLAlchemyError
 
+from ctxledger_collector.routes.readable_json import ReadableJSONResponse as JSONResponse
 from ctxledger_collector.routes.state import AppState
 from ctxledger_collector.storage.database import is_storage_outage
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Depends, Response
-from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from ctxledger_collector.routes.access import check_metrics_key
 from ctxledger_collector.routes.deps import StateDep
+from ctxledger_collector.routes.readable_json import ReadableJSONResponse as JSONResponse
 from ctxledger_collector.routes.state import AppState
 
 router = APIRouter(tags=["health"])

@@ -27,6 +27,7 @@ from ctxledger_collector.routes.deps import (
     page_of,
     verdict_filter,
 )
+from ctxledger_collector.routes.readable_json import readable_bytes
 
 router = APIRouter(prefix="/api/v1", tags=["query"])
 
@@ -36,7 +37,7 @@ def built_answer(document: dict[str, Any]) -> Response:
     OpenAPI document, and ``tests/collector/test_openapi.py`` checks each answer against
     its model); validating a run of 1,000 journeys into those models again and dumping
     them cost more than building it (~100 ms of ~300 at a million measurements)."""
-    return Response(orjson.dumps(document), media_type="application/json")
+    return Response(readable_bytes(orjson.dumps(document)), media_type="application/json")
 
 
 @router.get(
