@@ -14,10 +14,9 @@ from typing import Any
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
-from sqlalchemy import Engine, create_engine
+from sqlalchemy import Engine
 
 from ctxledger import semconv as sc
-from ctxledger.verdicts.duplicates import span_id_of
 from ctxledger_collector.decoded.rejection_codes import REASONS, Rejection
 from ctxledger_collector.ingest.otlp_decode import decode_export_request
 from ctxledger_collector.ops.settings import Settings
@@ -31,6 +30,7 @@ from tests.collector.test_ingest import (
     post,
     reports,
 )
+from tests.reliability.kit import stored_span_ids
 
 
 def _nested(depth: int) -> Any:
@@ -198,20 +198,6 @@ def test_request_limits_answer_413_and_bad_values_never_500(database_url: str) -
         assert _rejections(collector)[0]["reason"] == "malformed_span"
 
 
-def _stored_span_ids(database_url: str) -> set[str]:
-    engine = create_engine(database_url)
-    try:
-        with engine.connect() as connection:
-            numbers = [
-                row[0]
-                for table in ("measurements", "manifests")
-                for row in connection.exec_driver_sql(f"SELECT span_number FROM {table}")
-            ]
-    finally:
-        engine.dispose()
-    return {span_id_of(number) for number in numbers}
-
-
 def test_past_the_request_time_limit_the_export_is_kept_in_the_spool_and_stored_whole(
     database_url: str, tmp_path: Path
 ) -> None:
@@ -232,7 +218,7 @@ def test_past_the_request_time_limit_the_export_is_kept_in_the_spool_and_stored_
         assert partial.rejected_spans == 0
         sent = {s.span_id.hex() for s in spans}
         deadline = time.monotonic() + 30
-        while _stored_span_ids(database_url) != sent:
+        while stored_span_ids(database_url) != sent:
             assert time.monotonic() < deadline, "the spooled export was not stored"
             time.sleep(0.05)
         assert {r["tool_call_id"] for r in reports(collector, trace)} == {
@@ -258,7 +244,7 @@ def test_past_the_request_time_limit_without_a_spool_the_export_is_stored_in_the
         assert answer.status_code == 200, answer.text
         partial = ExportTraceServiceResponse.FromString(answer.content).partial_success
         assert partial.rejected_spans == 0
-        assert _stored_span_ids(database_url) == {s.span_id.hex() for s in spans}  # answered
+        assert stored_span_ids(database_url) == {s.span_id.hex() for s in spans}  # answered
         assert _rejections(collector) == []
 
 
@@ -387,6 +373,6 @@ def test_a_json_span_holding_a_number_no_span_can_hold_is_rejected_alone(
         assert [(r["span_id"], r["reason"]) for r in rejected] == [
             (listed[37]["spanId"], "malformed_span")
         ]
-        assert _stored_span_ids(database_url) == {s.span_id.hex() for s in spans} - {
+        assert stored_span_ids(database_url) == {s.span_id.hex() for s in spans} - {
             listed[37]["spanId"]
         }

@@ -16,13 +16,10 @@ its text still raises :class:`MalformedRequest`.
 from __future__ import annotations
 
 import hashlib
-import json
-import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
 from google.protobuf.message import DecodeError, Message
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -31,6 +28,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans
 
 from ctxledger_collector.decoded import rejection_codes as codes
 from ctxledger_collector.decoded.rejection_codes import Rejection
+from ctxledger_collector.ingest.json_numbers import json_problem, lenient_loads
 from ctxledger_collector.ingest.otlp_resource import json_service, proto_service
 from ctxledger_collector.ingest.otlp_spans import MalformedRequest
 
@@ -214,45 +212,8 @@ def _varint_bytes(value: int) -> bytes:
 # --- JSON -----------------------------------------------------------------------------
 
 
-_BAD_NUMBER = "a number no span can hold (past a double's range, NaN, or thousands of digits)"
-#: Digits of the longest integer read as a number (OTLP's 64-bit ones need 20).
-_MAX_DIGITS = 100
-
-
-class _Unreadable:
-    """Stands in the document for a number no span can hold."""
-
-
-_UNREADABLE = _Unreadable()
-
-
-def _number(text: str) -> Any:
-    value = float(text)
-    return _UNREADABLE if math.isinf(value) or math.isnan(value) else value
-
-
-def _integer(text: str) -> Any:
-    return _UNREADABLE if len(text.lstrip("-")) > _MAX_DIGITS else int(text)
-
-
-def _flag_unreadable(value: Any) -> None:
-    if value is _UNREADABLE:
-        raise _UnreadableFound
-    raise TypeError(f"{type(value).__name__} is not JSON")
-
-
-class _UnreadableFound(Exception):
-    pass
-
-
 def _problem(value: Any) -> str | None:
-    """Why ``value`` cannot be read as OTLP JSON, or None."""
-    try:
-        orjson.dumps(value, default=_flag_unreadable)
-    except TypeError as error:  # orjson.JSONEncodeError
-        found = isinstance(error.__cause__, _UnreadableFound)
-        return _BAD_NUMBER if found else _BAD_TEXT  # else a lone surrogate inside
-    return None
+    return json_problem(value, _BAD_TEXT)
 
 
 def _is_text(value: Any) -> bool:
@@ -265,12 +226,7 @@ def salvage_json(
     """The document without the items holding text that is not Unicode, and their
     rejections; None when the body is not JSON even so."""
     try:
-        document = json.loads(
-            body.decode("utf-8", "surrogateescape"),
-            parse_float=_number,
-            parse_int=_integer,
-            parse_constant=lambda _name: _UNREADABLE,
-        )
+        document = lenient_loads(body.decode("utf-8", "surrogateescape"))
     except (ValueError, RecursionError):
         return None
     rejected: list[Rejection] = []

@@ -24,17 +24,17 @@ from ctxledger_collector.ingest.otlp_decode import (
     TooManySpans,
     decode_export_chunks,
 )
-from ctxledger_collector.ingest.spool import Offer, SpooledExport
+from ctxledger_collector.ingest.spool import SpooledExport
 from ctxledger_collector.ingest.spool_replay import Discarded, StorageUnavailable
 from ctxledger_collector.routes.otlp_answers import (
     GRPC_INVALID_ARGUMENT,
     GRPC_RESOURCE_EXHAUSTED,
-    GRPC_UNAVAILABLE,
     RequestRejected,
     error_answer,
     gunzip,
     success_answer,
 )
+from ctxledger_collector.routes.spool_answers import offer_to_spool, spool_export
 from ctxledger_collector.routes.state import AppState
 from ctxledger_collector.storage.column_limits import fit_to_columns
 from ctxledger_collector.storage.database import is_storage_outage
@@ -93,14 +93,14 @@ def _store_export(
     if state.spool.has_backlog() and not (
         state.replayer is not None and state.replayer.help_drain()
     ):
-        return _spool_export(state, received, gzipped, media, signal, on_growth=on_growth)
+        return spool_export(state, received, gzipped, media, signal, on_growth=on_growth)
     if gzipped:
         body = gunzip(body, state.settings.max_decompressed_bytes, on_growth)
     kept_late: list[DecodedBatch] = []
 
     def hand_over() -> bool:
         """Past the deadline: the whole export to the spool (True once it is on disk)."""
-        outcome, checked = _offer_to_spool(state, received, gzipped, media, signal, body)
+        outcome, checked = offer_to_spool(state, received, gzipped, media, signal, body)
         if outcome == "kept":
             kept_late.append(checked)
         return outcome == "kept"
@@ -115,7 +115,7 @@ def _store_export(
         if not is_storage_outage(error):
             raise
         logger.warning("ctxledger collector: storage unavailable: %s", error)
-        return _spool_export(state, received, gzipped, media, signal, body)
+        return spool_export(state, received, gzipped, media, signal, body)
     if kept_late:  # the spool stores the rest: what was refused so far, and in the rest
         return success_answer(media, _merged(stored, kept_late[0]), signal)
     return success_answer(media, stored, signal)
@@ -208,69 +208,6 @@ def _log_rejections(state: AppState, rejected: list[Rejection], replayed: bool) 
         logger.warning(
             "ctxledger collector: could not list %d rejections: %s", len(rejected), error
         )
-
-
-def _spool_export(
-    state: AppState,
-    received: bytes,
-    gzipped: bool,
-    media: str,
-    signal: Signal,
-    body: bytes | None = None,
-    on_growth: Callable[[int], None] | None = None,
-) -> Response:
-    """Keep an export the database cannot take now on local disk and answer 200, or 503
-    + Retry-After when there is no spool or no room in it. The export is decoded first,
-    so what would be refused (400) or rejected (partial success) is answered now."""
-    if body is None:
-        limit = state.settings.max_decompressed_bytes
-        body = gunzip(received, limit, on_growth) if gzipped else received
-    outcome, checked = _offer_to_spool(state, received, gzipped, media, signal, body)
-    if outcome == "kept":
-        return success_answer(media, checked, signal)
-    why = {
-        "off": "",
-        "full": " and the spool is full",
-        "failed": " and the spool cannot be written",
-    }
-    return error_answer(
-        media,
-        503,
-        f"storage unavailable{why[outcome]}; the batch was not stored, retry",
-        GRPC_UNAVAILABLE,
-        **{"Retry-After": str(state.settings.retry_after_s)},
-    )
-
-
-def _offer_to_spool(
-    state: AppState, received: bytes, gzipped: bool, media: str, signal: Signal, body: bytes
-) -> tuple[Offer, DecodedBatch]:
-    """Decode the export (``body``, decompressed) to check it and count its spans, then
-    offer it, as ``received``, to the spool: the spool's answer and what it would reject.
-    Raises RequestRejected for a body that does not decode."""
-    checked = DecodedBatch()
-    spans = 0
-    try:
-        settings = state.settings
-        chunks = decode_export_chunks(
-            body,
-            media,
-            settings.ingest_chunk_spans,
-            limits=settings.decode_limits(),
-            signal=signal,
-        )
-        for chunk in chunks:
-            checked.rejected.extend(fit_to_columns(chunk).rejected)
-            spans += chunk.stage_count + len(chunk.manifests) + len(chunk.log_records)
-    except MalformedRequest as error:
-        raise RequestRejected(400, str(error), GRPC_INVALID_ARGUMENT) from error
-    except TooManySpans as error:
-        raise RequestRejected(413, str(error), GRPC_RESOURCE_EXHAUSTED) from error
-    outcome = state.spool.offer(SpooledExport(received, media, gzipped, signal), spans)
-    state.metrics.spooled.labels(outcome).inc()
-    if outcome == "kept" and state.replayer is not None:
-        state.replayer.wake()
-    return outcome, checked
 
 
 def replay_spooled(state: AppState, export: SpooledExport) -> None:
