@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ctxledger._destination import DESTINATION_FILE
 from ctxledger._settings import SPOOL_OFF, user_cache_dir
-from ctxledger._spool import CLAIM, SUFFIX, TMP_PREFIX, _pid_alive, spans_in
+from ctxledger._spool import CLAIM, SUFFIX, TMP_PREFIX, pid_alive, spans_in
 
 #: How deep under the root batches are looked for: ``<service>/<destination>/``.
 _DEPTH = 2
@@ -122,7 +122,7 @@ def drop_parked(folder: Path) -> tuple[int, int]:
         if CLAIM in name:
             owner = name.split(CLAIM, 1)[1]
             pid = owner.split("-", 1)[0]
-            if not pid.isdigit() or _pid_alive(int(pid)):
+            if not pid.isdigit() or pid_alive(int(pid)):
                 continue
         try:
             (folder / name).unlink()

@@ -65,7 +65,7 @@ def spans_in(name: str) -> int:
     return int(count) if count.isdigit() else 0
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
     if os.name == "nt":  # os.kill would terminate it there: rely on the claim's age
         return True
     try:
@@ -311,7 +311,7 @@ class DiskSpool:
             return True
         pid = int(pid_text)
         # The same pid with another token is an earlier process (e.g. pid 1 in a container).
-        return pid == self._pid or not _pid_alive(pid)
+        return pid == self._pid or not pid_alive(pid)
 
     def recover_stale(self) -> None:
         """Put back files claimed by processes that are gone; delete their temporary files."""

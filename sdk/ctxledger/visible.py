@@ -57,7 +57,12 @@ _INVISIBLE_IN_JSON = re.compile(
 
 
 def _json_escape(found: re.Match[str]) -> str:
-    return f"\\u{ord(found.group(0)):04x}"
+    """``\\uXXXX``, or a surrogate pair of them past U+FFFF (the tags)."""
+    code = ord(found.group(0))
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
 
 
 def escape_invisible_in_json(text: str) -> str:
@@ -66,12 +71,4 @@ def escape_invisible_in_json(text: str) -> str:
     (a log line, ``curl``) sees the escape instead of a reversed or hidden name. Only
     for JSON text, where these characters can only be inside strings (and a character
     past U+FFFF here is a tag, escaped as its surrogate pair)."""
-    return _INVISIBLE_IN_JSON.sub(_json_escape_pair, text)
-
-
-def _json_escape_pair(found: re.Match[str]) -> str:
-    code = ord(found.group(0))
-    if code <= 0xFFFF:
-        return _json_escape(found)
-    code -= 0x10000
-    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+    return _INVISIBLE_IN_JSON.sub(_json_escape, text)
